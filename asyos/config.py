@@ -1,0 +1,205 @@
+"""``RunConfig``: everything a run needs, from defaults < ``--config FILE.toml`` < command-line flags.
+
+The config is a frozen dataclass, validated once, and written into the results. A TOML file holds
+the same names as the dataclass fields (``n_features`` or ``n-features``), at the top level or in
+a ``[run]`` table; an unknown key is an error.
+
+With no data path the run uses a KDD'16 synthetic problem: ``p`` = 2000 features, ``s`` = 100 true
+ones, ``n = ceil(1.2 s log2 p)`` samples, noise 0.1 (regression), budget ``s``: the embedded
+default that ``python -m asyos.run`` runs with no argument (``cluster_configs/default.toml`` spells
+it out).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+import typing
+from dataclasses import dataclass, fields
+from typing import Optional
+
+from .errors import InputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_N_FEATURES = 2000
+DEFAULT_N_INFORMATIVE = 100
+DEFAULT_SIMULATED_WORKERS = 4
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    # what to run
+    algorithm: str = "os"
+    # data: a path, or a synthetic KDD'16 problem
+    data: Optional[str] = None
+    test_data: Optional[str] = None
+    index_base: str = "auto"
+    synthetic: str = "regression"
+    n_samples: Optional[int] = None
+    n_features: Optional[int] = None
+    n_informative: Optional[int] = None
+    noise: Optional[float] = None
+    n_test: Optional[int] = None
+    # the model
+    budget: Optional[int] = None
+    loss: str = "auto"
+    passes: int = 3
+    step_size: Optional[float] = None
+    step_divisor: float = 1.0
+    decrease_check: bool = True
+    decrease_constant: float = 1.0
+    refit: bool = True
+    seed: int = 0
+    # parallel execution
+    simulate: bool = False
+    workers: Optional[int] = None
+    max_staleness: Optional[int] = None
+    staleness_policy: str = "max"
+    schedule: str = "round-robin"
+    sharding: str = "contiguous"
+    watchdog_timeout: float = 5.0
+    setup_timeout: float = 600.0
+    trace_every: int = 0
+    # output
+    output: Optional[str] = None
+    quiet: bool = False
+
+    # -- derived ------------------------------------------------------------------------------
+    @property
+    def synthetic_features(self) -> int:
+        return DEFAULT_N_FEATURES if self.n_features is None else self.n_features
+
+    @property
+    def synthetic_informative(self) -> int:
+        return DEFAULT_N_INFORMATIVE if self.n_informative is None else self.n_informative
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes) -> "RunConfig":
+        return dataclasses.replace(self, **changes)
+
+    def validated(self) -> "RunConfig":
+        """Checks that need no data; raise ``InputError`` naming the bad setting."""
+        from .registry import get_algorithm
+        from .losses import get_loss
+        from .data.sharding import SHARDING_SCHEMES
+        from .distributed.simulator import POLICIES, SCHEDULES
+
+        get_algorithm(self.algorithm)
+        if self.loss != "auto":
+            get_loss(self.loss)
+        if self.synthetic not in ("regression", "classification"):
+            raise InputError(f"--synthetic must be regression or classification; got {self.synthetic!r}")
+        _require(self.index_base in ("auto", "0", "1", 0, 1),
+                 f"--index-base must be auto, 0 or 1; got {self.index_base!r}")
+        for name in ("n_samples", "n_features", "n_informative", "budget", "passes", "workers"):
+            value = getattr(self, name)
+            if value is not None:
+                _require(value >= 1, f"--{_flag(name)} must be at least 1; got {value}")
+        for name in ("n_test", "max_staleness", "trace_every"):
+            value = getattr(self, name)
+            if value is not None:
+                _require(value >= 0, f"--{_flag(name)} must be >= 0; got {value}")
+        if self.noise is not None:
+            _require(math.isfinite(self.noise) and self.noise >= 0, f"--noise must be >= 0; got {self.noise}")
+        if self.step_size is not None:
+            _require(math.isfinite(self.step_size) and self.step_size > 0,
+                     f"--step-size must be > 0; got {self.step_size}")
+        _require(self.step_divisor >= 1, f"--step-divisor (the paper's m) must be >= 1; got {self.step_divisor}")
+        _require(0 <= self.decrease_constant <= 1,
+                 f"--decrease-constant (the paper's c) must be in [0, 1]; got {self.decrease_constant}")
+        _require(self.watchdog_timeout > 0, f"--watchdog-timeout must be > 0; got {self.watchdog_timeout}")
+        _require(self.setup_timeout > 0, f"--setup-timeout must be > 0; got {self.setup_timeout}")
+        _require(self.staleness_policy in POLICIES,
+                 f"unknown --staleness-policy {self.staleness_policy!r}; choose one of: {', '.join(POLICIES)}")
+        _require(self.schedule in SCHEDULES,
+                 f"unknown --schedule {self.schedule!r}; choose one of: {', '.join(SCHEDULES)}")
+        _require(self.sharding in SHARDING_SCHEMES,
+                 f"unknown --sharding {self.sharding!r}; choose one of: {', '.join(SHARDING_SCHEMES)}")
+        if self.data is None:
+            _require(self.test_data is None, "--test-data needs --data")
+            p, s = self.synthetic_features, self.synthetic_informative
+            _require(s <= p, f"--n-informative ({s}) is larger than --n-features ({p})")
+        return self
+
+
+def _flag(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise InputError(message)
+
+
+FIELD_TYPES = {f.name: f.type for f in fields(RunConfig)}
+
+
+def _coerce(name: str, value, source: str):
+    """Check a TOML value against the field's type (ints stay ints, no silent truncation)."""
+    hint = typing.get_type_hints(RunConfig)[name]
+    args = typing.get_args(hint)
+    optional = type(None) in args
+    base = next((a for a in args if a is not type(None)), hint) if args else hint
+    if value is None and optional:
+        return None
+    if base is bool:
+        if isinstance(value, bool):
+            return value
+    elif base is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif base is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif base is str:
+        if name == "index_base" and isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        if isinstance(value, str):
+            return value
+    raise InputError(f"{source}: {name} must be {base.__name__}; got {value!r}")
+
+
+def load_toml(path: str) -> dict:
+    """Settings from a TOML file, keys normalised to field names and values type-checked."""
+    if not os.path.isfile(path):
+        raise InputError(f"config file {path!r} does not exist")
+    try:
+        with open(path, "rb") as fh:
+            raw = tomllib.load(fh)
+    except OSError as exc:
+        raise InputError(f"cannot read config file {path!r}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"config file {path!r} is not valid TOML: {exc}") from None
+    table = raw.get("run", raw)
+    if not isinstance(table, dict):
+        raise InputError(f"{path}: [run] must be a table")
+    out = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            if key == "run":
+                continue
+            raise InputError(f"{path}: unexpected table [{key}]; put settings at the top level or in [run]")
+        name = key.replace("-", "_")
+        if name not in FIELD_TYPES:
+            known = ", ".join(sorted(FIELD_TYPES))
+            raise InputError(f"{path}: unknown setting {key!r} (known: {known})")
+        out[name] = _coerce(name, value, path)
+    base = os.path.dirname(os.path.abspath(path))
+    for name in ("data", "test_data"):
+        if isinstance(out.get(name), str) and not os.path.isabs(out[name]):
+            candidate = os.path.join(base, out[name])
+            if os.path.exists(candidate):
+                out[name] = candidate
+    return out
+
+
+def build_config(file_settings: dict, flag_settings: dict) -> RunConfig:
+    merged = {**file_settings, **flag_settings}
+    return RunConfig(**merged).validated()

@@ -1,0 +1,87 @@
+"""The ``Dataset`` container shared by loaders, generators and drivers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InputError
+
+
+@dataclass
+class Dataset:
+    """Training (and optional test) data, possibly restricted to some feature columns.
+
+    ``X`` has shape ``(n_samples, len(columns))`` (dense ``ndarray`` or a scipy sparse matrix);
+    ``columns`` are the global indices of its columns (``None`` means all ``n_features``).
+    ``true_coef`` (length ``n_features``) is known for synthetic data only.
+    """
+
+    X: object
+    y: np.ndarray
+    n_features: int
+    X_test: object = None
+    y_test: Optional[np.ndarray] = None
+    columns: Optional[np.ndarray] = None
+    true_coef: Optional[np.ndarray] = None
+    name: str = ""
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.y.shape[0])
+
+    @property
+    def has_test(self) -> bool:
+        return self.X_test is not None and self.y_test is not None
+
+    @property
+    def true_support(self) -> Optional[np.ndarray]:
+        if self.true_coef is None:
+            return None
+        return np.flatnonzero(self.true_coef)
+
+    @property
+    def global_columns(self) -> np.ndarray:
+        return np.arange(self.n_features) if self.columns is None else self.columns
+
+
+def as_float_matrix(X, where: str):
+    """``X`` as float64 (dense C/F array or CSR), with a clear error for bad shapes or values."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        X.sum_duplicates()
+        values = X.data
+    else:
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise InputError(f"{where} must be a 2-D matrix (n_samples, n_features); got shape {X.shape}")
+        if not np.issubdtype(X.dtype, np.number) or np.iscomplexobj(X):
+            raise InputError(f"{where} must be real-valued numbers; got dtype {X.dtype}")
+        X = X.astype(np.float64, copy=False)
+        values = X
+    check_finite(values, where)
+    return X
+
+
+def as_label_vector(y, n_samples: int, where: str) -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim == 2 and 1 in y.shape:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise InputError(f"{where} must be a vector of length n_samples; got shape {y.shape}")
+    if y.shape[0] != n_samples:
+        raise InputError(f"{where} has {y.shape[0]} labels but X has {n_samples} rows")
+    if not np.issubdtype(y.dtype, np.number):
+        raise InputError(f"{where} must be numeric; got dtype {y.dtype}")
+    y = y.astype(np.float64)
+    check_finite(y, where)
+    return y
+
+
+def check_finite(values, where: str) -> None:
+    finite = np.isfinite(values)
+    if not finite.all():
+        bad = int(finite.size - np.count_nonzero(finite))
+        raise InputError(f"{where} contains {bad} NaN or infinite value{'s' if bad > 1 else ''}")

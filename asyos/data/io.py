@@ -1,0 +1,414 @@
+"""Loading data sets from files, whole or restricted to a shard of columns.
+
+Layouts understood (those of ``../shared/datasets``, plus libsvm text):
+
+* a dense ``.npz`` file with ``X_train, y_train[, X_test, y_test]`` or ``X, y``;
+* a directory with sparse CSR files ``X_train.npz`` + ``y_train.npy`` (``X_test.npz`` +
+  ``y_test.npy`` optional), or ``X.npz`` + ``y.npy``; a directory holding a single dense ``.npz``;
+* libsvm / svmlight text (``label idx:val ...``, ``#`` comments, ``qid:`` ignored), with an
+  optional separate test file; indices 0- or 1-based, detected (a 0 index means 0-based) or
+  declared.
+
+A ``FileSource`` reads only headers when asked for sizes, and ``load(columns)`` keeps only the
+requested columns: a dense ``.npz`` member is decompressed as a stream in row chunks, so a worker
+never holds more than its shard plus one chunk.
+"""
+from __future__ import annotations
+
+import os
+import zipfile
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InputError
+from .dataset import Dataset, as_float_matrix, as_label_vector, check_finite
+
+LIBSVM_SUFFIXES = (".svm", ".libsvm", ".svmlight", ".txt", ".t", ".dat", ".data")
+_CHUNK_BYTES = 1 << 24
+
+
+def load_dataset(path, columns=None, test_path=None, index_base="auto", n_features=None) -> Dataset:
+    """Load a data set (see the module docstring for layouts); ``columns`` restricts to a shard."""
+    return open_source(path, test_path, index_base, n_features).load(columns)
+
+
+def open_source(path, test_path=None, index_base="auto", n_features=None) -> "FileSource":
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise InputError(f"data path {path!r} does not exist")
+    if test_path is not None and not os.path.exists(test_path):
+        raise InputError(f"test data path {test_path!r} does not exist")
+    if os.path.isdir(path):
+        if test_path is not None:
+            raise InputError("--test-data goes with a libsvm file; a directory carries its own test split")
+        return _directory_source(path)
+    if not os.access(path, os.R_OK):
+        raise InputError(f"data file {path!r} is not readable")
+    if path.endswith(".npz"):
+        if test_path is not None:
+            raise InputError("--test-data goes with a libsvm file; an .npz file carries its own test split")
+        return _dense_npz_source(path)
+    return LibsvmSource(path, test_path, index_base, n_features)
+
+
+class FileSource:
+    """Common interface with ``SyntheticSource``: sizes from headers, ``load(columns)``."""
+
+    name: str
+    n_features: int
+    n_train: int
+
+    def load(self, columns=None, with_test: bool = True) -> Dataset:
+        raise NotImplementedError
+
+    def labels(self, split: str = "train") -> Optional[np.ndarray]:
+        raise NotImplementedError
+
+    def true_coef(self):
+        return None
+
+
+# --------------------------------------------------------------------------------------- npz
+@dataclass
+class _NpyMember:
+    """One array inside an ``.npz`` archive, read through its header only until asked."""
+
+    archive: str
+    key: str
+
+    def _open(self):
+        try:
+            zf = zipfile.ZipFile(self.archive)
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise InputError(f"cannot read {self.archive!r} as an .npz archive: {exc}") from None
+        try:
+            stream = zf.open(self.key + ".npy")
+            version = np.lib.format.read_magic(stream)
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
+            shape, fortran, dtype = read_header(stream)
+        except (KeyError, ValueError, OSError, zipfile.BadZipFile) as exc:
+            zf.close()
+            raise InputError(f"cannot read array {self.key!r} in {self.archive!r}: {exc}") from None
+        return zf, stream, shape, fortran, dtype
+
+    def header(self):
+        zf, stream, shape, fortran, dtype = self._open()
+        stream.close()
+        zf.close()
+        return shape, fortran, dtype
+
+    def read_columns(self, columns) -> np.ndarray:
+        """The 2-D array restricted to ``columns`` as float64, streaming the member row by row."""
+        zf, stream, shape, fortran, dtype = self._open()
+        try:
+            if len(shape) != 2:
+                raise InputError(f"{self.archive}: {self.key} must be 2-D; got shape {shape}")
+            if dtype.hasobject:
+                raise InputError(f"{self.archive}: {self.key} holds Python objects, not numbers")
+            n, p = shape
+            cols = np.arange(p) if columns is None else np.asarray(columns, dtype=np.intp)
+            if fortran:  # columns are contiguous: read whole, keep columns (rare for our files)
+                data = np.frombuffer(_read_exact(stream, n * p * dtype.itemsize, self), dtype=dtype)
+                return np.array(data.reshape((n, p), order="F")[:, cols], dtype=np.float64)
+            out = np.empty((n, cols.size))
+            row_bytes = max(p * dtype.itemsize, 1)
+            rows_per_chunk = max(1, _CHUNK_BYTES // row_bytes)
+            for start in range(0, n, rows_per_chunk):
+                stop = min(n, start + rows_per_chunk)
+                raw = _read_exact(stream, (stop - start) * row_bytes, self)
+                block = np.frombuffer(raw, dtype=dtype).reshape(stop - start, p)
+                out[start:stop] = block[:, cols]
+            return out
+        finally:
+            stream.close()
+            zf.close()
+
+    def read(self) -> np.ndarray:
+        with np.load(self.archive, allow_pickle=False) as z:
+            return np.asarray(z[self.key])
+
+
+def _read_exact(stream, size, member):
+    raw = stream.read(size)
+    if len(raw) != size:
+        raise InputError(f"{member.archive}: array {member.key} is truncated")
+    return raw
+
+
+def _npz_keys(path):
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return {name[:-4] for name in zf.namelist() if name.endswith(".npy")}
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise InputError(f"cannot read {path!r} as an .npz archive: {exc}") from None
+
+
+class DenseNpzSource(FileSource):
+    def __init__(self, path, x_key, y_key, x_test_key=None, y_test_key=None):
+        self.path, self.name = path, os.path.basename(path)
+        self._x = _NpyMember(path, x_key)
+        self._y_key, self._y_test_key = y_key, y_test_key
+        self._x_test = _NpyMember(path, x_test_key) if x_test_key else None
+        shape, _, _ = self._x.header()
+        if len(shape) != 2:
+            raise InputError(f"{path}: {x_key} must be 2-D (n_samples, n_features); got shape {shape}")
+        self.n_train, self.n_features = int(shape[0]), int(shape[1])
+        if self._x_test is not None:
+            tshape, _, _ = self._x_test.header()
+            if len(tshape) != 2 or tshape[1] != self.n_features:
+                raise InputError(f"{path}: {x_test_key} has shape {tshape}, expected (*, {self.n_features})")
+
+    def labels(self, split="train"):
+        key = self._y_key if split == "train" else self._y_test_key
+        if key is None:
+            return None
+        member = self._x if split == "train" else self._x_test
+        n = member.header()[0][0]
+        return as_label_vector(_NpyMember(self.path, key).read(), n, f"{self.path}: {key}")
+
+    def load(self, columns=None, with_test=True):
+        cols = _check_columns(columns, self.n_features)
+        X = self._x.read_columns(cols)
+        check_finite(X, f"{self.path}: {self._x.key}")
+        y = as_label_vector(_NpyMember(self.path, self._y_key).read(), X.shape[0], f"{self.path}: {self._y_key}")
+        X_test = y_test = None
+        if with_test and self._x_test is not None:
+            X_test = self._x_test.read_columns(cols)
+            check_finite(X_test, f"{self.path}: {self._x_test.key}")
+            y_test = as_label_vector(_NpyMember(self.path, self._y_test_key).read(), X_test.shape[0],
+                                     f"{self.path}: {self._y_test_key}")
+        return Dataset(X, y, self.n_features, X_test, y_test, columns=None if columns is None else cols,
+                       name=self.name)
+
+
+def _dense_npz_source(path):
+    keys = _npz_keys(path)
+    if {"X_train", "y_train"} <= keys:
+        test = ("X_test", "y_test") if {"X_test", "y_test"} <= keys else (None, None)
+        return DenseNpzSource(path, "X_train", "y_train", *test)
+    if {"X", "y"} <= keys:
+        return DenseNpzSource(path, "X", "y")
+    if {"data", "indices", "indptr", "shape"} <= keys:
+        raise InputError(f"{path} is a sparse matrix without labels: pass the directory that holds it "
+                         f"and its y_*.npy file")
+    raise InputError(f"{path} has arrays {sorted(keys)}; expected X_train/y_train[/X_test/y_test] or X/y")
+
+
+# ------------------------------------------------------------------------------ sparse directory
+class SparseDirectorySource(FileSource):
+    def __init__(self, directory, prefix_train, prefix_test=None):
+        self.directory, self.name = directory, os.path.basename(os.path.normpath(directory))
+        self._train = prefix_train
+        self._test = prefix_test
+        self.n_train, self.n_features = self._shape(prefix_train)
+        if prefix_test is not None:
+            n_test, p_test = self._shape(prefix_test)
+            if p_test != self.n_features:
+                raise InputError(f"{directory}: X_{prefix_test}.npz has {p_test} columns, "
+                                 f"X_{prefix_train}.npz has {self.n_features}")
+
+    def _file(self, prefix, kind):
+        name = f"X_{prefix}.npz" if kind == "X" else f"y_{prefix}.npy"
+        if prefix == "":
+            name = "X.npz" if kind == "X" else "y.npy"
+        return os.path.join(self.directory, name)
+
+    def _shape(self, prefix):
+        shape = _NpyMember(self._file(prefix, "X"), "shape").read()
+        if shape.shape != (2,):
+            raise InputError(f"{self._file(prefix, 'X')} is not a scipy sparse matrix file")
+        return int(shape[0]), int(shape[1])
+
+    def _read(self, prefix, cols):
+        fname = self._file(prefix, "X")
+        try:
+            X = sp.load_npz(fname)
+        except (OSError, ValueError, KeyError) as exc:
+            raise InputError(f"cannot read sparse matrix {fname!r}: {exc}") from None
+        X = as_float_matrix(X, fname)
+        if cols is not None:
+            X = X[:, cols]
+        ypath = self._file(prefix, "y")
+        if not os.path.exists(ypath):
+            raise InputError(f"labels file {ypath!r} is missing")
+        try:
+            y = np.load(ypath, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read labels {ypath!r}: {exc}") from None
+        return X, as_label_vector(y, X.shape[0], ypath)
+
+    def labels(self, split="train"):
+        prefix = self._train if split == "train" else self._test
+        if prefix is None:
+            return None
+        ypath = self._file(prefix, "y")
+        n = self._shape(prefix)[0]
+        try:
+            y = np.load(ypath, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read labels {ypath!r}: {exc}") from None
+        return as_label_vector(y, n, ypath)
+
+    def load(self, columns=None, with_test=True):
+        cols = _check_columns(columns, self.n_features)
+        X, y = self._read(self._train, None if columns is None else cols)
+        X_test = y_test = None
+        if with_test and self._test is not None:
+            X_test, y_test = self._read(self._test, None if columns is None else cols)
+        return Dataset(X, y, self.n_features, X_test, y_test, columns=None if columns is None else cols,
+                       name=self.name)
+
+
+def _directory_source(path):
+    have = set(os.listdir(path))
+    if "X_train.npz" in have:
+        return SparseDirectorySource(path, "train", "test" if "X_test.npz" in have else None)
+    if "X.npz" in have:
+        return SparseDirectorySource(path, "")
+    dense = sorted(f for f in have if f.endswith(".npz"))
+    if len(dense) == 1:
+        return _dense_npz_source(os.path.join(path, dense[0]))
+    raise InputError(f"{path}: no data set found (expected X_train.npz + y_train.npy, X.npz + y.npy, "
+                     f"or one dense .npz file); found {sorted(have)[:8]}")
+
+
+# ------------------------------------------------------------------------------------- libsvm
+class LibsvmSource(FileSource):
+    """libsvm/svmlight text; ``index_base`` is ``"auto"`` (0-based if any index is 0), 0 or 1."""
+
+    def __init__(self, path, test_path=None, index_base="auto", n_features=None):
+        if index_base not in ("auto", 0, 1, "0", "1"):
+            raise InputError(f"--index-base must be auto, 0 or 1; got {index_base!r}")
+        self.path, self.test_path, self.name = path, test_path, os.path.basename(path)
+        stats = [_libsvm_scan(path)] + ([_libsvm_scan(test_path)] if test_path else [])
+        lo = min(s[1] for s in stats)
+        hi = max(s[2] for s in stats)
+        if index_base == "auto":
+            self.index_base = 0 if lo == 0 else 1
+        else:
+            self.index_base = int(index_base)
+            if lo < self.index_base:
+                raise InputError(f"{path}: feature index {lo} found, but --index-base is {self.index_base}")
+        inferred = max(hi - self.index_base + 1, 0)
+        if n_features is not None:
+            if n_features < inferred:
+                raise InputError(f"{path}: feature index {hi} needs n_features >= {inferred}; "
+                                 f"got --n-features {n_features}")
+            inferred = int(n_features)
+        self.n_features = inferred
+        self.n_train = stats[0][0]
+        if self.n_features < 1:
+            raise InputError(f"{path}: no features found")
+
+    def labels(self, split="train"):
+        path = self.path if split == "train" else self.test_path
+        return None if path is None else self._parse(path, np.empty(0, dtype=np.intp))[1]
+
+    def _parse(self, path, cols):
+        """``(X restricted to cols, y)`` with ``cols`` global 0-based columns (``None`` = all)."""
+        labels, rows, idx, vals = [], [], [], []
+        with _open_text(path) as fh:
+            for lineno, line in enumerate(fh, 1):
+                parsed = _parse_line(line, path, lineno)
+                if parsed is None:
+                    continue
+                label, li, lv = parsed
+                row = len(labels)
+                labels.append(label)
+                if li.size:
+                    rows.append(np.full(li.size, row, dtype=np.intp))
+                    idx.append(li)
+                    vals.append(lv)
+        n = len(labels)
+        y = np.asarray(labels, dtype=np.float64)
+        check_finite(y, f"{path}: labels")
+        if idx:
+            r, c, v = np.concatenate(rows), np.concatenate(idx) - self.index_base, np.concatenate(vals)
+        else:
+            r = c = np.empty(0, dtype=np.intp)
+            v = np.empty(0)
+        check_finite(v, f"{path}: feature values")
+        if cols is None:
+            X = sp.csr_matrix((v, (r, c)), shape=(n, self.n_features))
+        else:
+            position = np.full(self.n_features, -1, dtype=np.intp)
+            position[cols] = np.arange(cols.size)
+            keep = position[c] >= 0
+            X = sp.csr_matrix((v[keep], (r[keep], position[c[keep]])), shape=(n, cols.size))
+        X.sum_duplicates()
+        return X, y
+
+    def load(self, columns=None, with_test=True):
+        cols = _check_columns(columns, self.n_features)
+        X, y = self._parse(self.path, None if columns is None else cols)
+        X_test = y_test = None
+        if with_test and self.test_path:
+            X_test, y_test = self._parse(self.test_path, None if columns is None else cols)
+        return Dataset(X, y, self.n_features, X_test, y_test, columns=None if columns is None else cols,
+                       name=self.name)
+
+
+def _open_text(path):
+    try:
+        return open(path, "r", encoding="utf-8", errors="strict")
+    except OSError as exc:
+        raise InputError(f"cannot open {path!r}: {exc.strerror}") from None
+
+
+def _parse_line(line, path, lineno):
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        return None
+    tokens = line.split()
+    try:
+        label = float(tokens[0])
+    except ValueError:
+        raise InputError(f"{path} line {lineno}: label {tokens[0]!r} is not a number") from None
+    feats = [t for t in tokens[1:] if not t.startswith("qid:")]
+    idx = np.empty(len(feats), dtype=np.intp)
+    val = np.empty(len(feats))
+    for i, tok in enumerate(feats):
+        head, sep, tail = tok.partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            idx[i] = int(head)
+            val[i] = float(tail)
+        except ValueError:
+            raise InputError(f"{path} line {lineno}: cannot read {tok!r} as index:value") from None
+    if idx.size and idx.min() < 0:
+        raise InputError(f"{path} line {lineno}: negative feature index {idx.min()}")
+    return label, idx, val
+
+
+def _libsvm_scan(path):
+    """``(n_rows, min_index, max_index)`` of a libsvm file, with parse errors reported by line."""
+    n, lo, hi = 0, np.iinfo(np.intp).max, -1
+    try:
+        with _open_text(path) as fh:
+            for lineno, line in enumerate(fh, 1):
+                parsed = _parse_line(line, path, lineno)
+                if parsed is None:
+                    continue
+                n += 1
+                if parsed[1].size:
+                    lo = min(lo, int(parsed[1].min()))
+                    hi = max(hi, int(parsed[1].max()))
+    except UnicodeDecodeError:
+        raise InputError(f"{path!r} is neither an .npz archive nor libsvm text") from None
+    if n == 0:
+        raise InputError(f"{path}: no samples found")
+    return n, (lo if hi >= 0 else 0), hi
+
+
+def _check_columns(columns, n_features):
+    if columns is None:
+        return None
+    cols = np.asarray(columns, dtype=np.intp)
+    if cols.ndim != 1 or (cols.size and (cols.min() < 0 or cols.max() >= n_features)):
+        raise ValueError(f"columns must be indices in 0..{n_features - 1}")
+    return cols

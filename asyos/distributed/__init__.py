@@ -1,0 +1,1 @@
+"""Asy-OS roles (``Worker``, ``Central``) and their drivers: simulator and MPI."""

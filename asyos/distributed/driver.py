@@ -1,0 +1,337 @@
+"""Asy-OS on MPI: rank 0 is the central node (KDD'16 Alg. 2), ranks 1..q are workers (Alg. 3).
+
+Protocol (buffer messages, no pickling on the hot path; ``messages.py`` has the layout):
+
+* a worker sends ``[delta_u | version_read]`` (``TAG_PUSH``) and has the reply already posted;
+* the central rank serves every push that has arrived (persistent receives polled with
+  ``Testsome``, which is fair across workers), refuses a push older than ``--max-staleness``
+  versions, otherwise adds it into ``u_C``, and answers ``[u_C | version | status]``: the pull
+  rides on the push reply. A refused worker discards its step and redoes it from that fresh state;
+* a worker that has finished its passes sends its selection (``TAG_FINAL``, pickled); when all
+  have, the central rank refits on the union, writes the results and releases the workers.
+
+There is no barrier while running. Setup ends with one collective that agrees on input errors
+(every rank exits 2 with the first message) and on ``L_F`` (the maximum of the shards' estimates).
+
+Failures end the job: a worker that raises sends its traceback (``TAG_ERROR``) and the central rank
+aborts with ``EXIT_WORKER_FAILED``; a worker silent for ``--watchdog-timeout`` seconds (hung, or
+exited without MPI noticing) makes the central rank abort with ``EXIT_WORKER_LOST``; a worker that
+waits too long for the central rank aborts with ``EXIT_CENTRAL_LOST``. A killed rank is caught by
+the launcher. All waits poll with back-off (``transport.py``).
+"""
+from __future__ import annotations
+
+import time
+import traceback
+import warnings
+
+import numpy as np
+
+from ..data.shard import FeatureShard
+from ..data.sharding import shard_columns, split_budget
+from ..errors import (EXIT_CENTRAL_LOST, EXIT_OK, EXIT_USAGE, EXIT_WORKER_FAILED, EXIT_WORKER_LOST, ConvergenceWarning,
+                      InputError)
+from ..learners.asy_os import check_worker_count
+from ..learners.base import columns_dense
+from ..learners.online_substitution import SubstitutionOptions, check_objective, local_lipschitz, make_worker
+from ..learners.refit import refit as refit_model
+from ..problem import open_data_source, resolve_problem
+from ..registry import get_algorithm
+from .messages import (PUSH_VERSION, REPLY_STATUS, REPLY_VERSION, STATUS_ACCEPTED, STATUS_REFUSED, TAG_ERROR,
+                       TAG_FINAL, TAG_PUSH, TAG_REPLY, TAG_SHUTDOWN, push_buffer, reply_buffer)
+from .roles import Central
+from .transport import Backoff, Deadline, abort_job, ranks_oversubscribe_cores, wait_all, wait_object
+
+CENTRAL_TIMEOUT_FACTOR = 4.0      # a worker waits this many watchdog periods for a reply
+SHUTDOWN_TIMEOUT = 3600.0         # the central rank's final refit and write may take a while
+ERROR_GRACE = 5.0                 # a failed worker waits this long for the central rank to abort
+
+
+def run_mpi(config, comm) -> int:
+    """The ``mpiexec`` entry point of ``asyos.run``: run, print, write; returns the exit status."""
+    run_asy_os(config, comm)
+    return EXIT_OK
+
+
+def run_asy_os(config, comm):
+    """Asy-OS on ``comm`` (rank 0 central). Returns the results record on rank 0, ``None`` elsewhere."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    n_workers = size - 1
+    t_start = time.perf_counter()
+    if config.simulate:
+        raise InputError("--simulate runs in one process; start it without mpiexec")
+    spec = get_algorithm(config.algorithm)
+    if not spec.runs_on_mpi:
+        raise InputError(f"algorithm {config.algorithm!r} does not run under mpiexec; run it without mpiexec")
+    oversubscribed = ranks_oversubscribe_cores(comm)
+
+    backoff = Backoff(spin_seconds=0.0 if oversubscribed else 100e-6)
+    setup, error = {}, None
+    try:
+        setup = _central_setup(config, n_workers) if rank == 0 else _worker_setup(config, rank, n_workers)
+    except InputError as exc:
+        error = str(exc)
+    # one non-blocking collective agrees on input errors and on L_F (max over the shards)
+    mine = np.array([error is not None, setup.get("lipschitz", 0.0)], dtype=np.float64)
+    everyone = np.empty((size, mine.size))
+    try:
+        wait_all([comm.Iallgather(mine, everyone)], backoff, config.setup_timeout)
+    except Deadline:
+        abort_job(comm, EXIT_CENTRAL_LOST if rank else EXIT_WORKER_LOST,
+                  f"asyos: rank {rank}: setup did not finish on every rank within {config.setup_timeout:g} s; "
+                  f"aborting the job")
+    if everyone[:, 0].any():
+        raise InputError(next(e for e in comm.allgather(error) if e))
+    lipschitz = float(everyone[:, 1].max())
+    with np.errstate(over="ignore", invalid="ignore"):   # divergence is reported by the kernel
+        if rank == 0:
+            return _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscribed)
+        _worker_main(config, comm, setup, lipschitz, backoff)
+    return None
+
+
+# ------------------------------------------------------------------------------------ setup
+def _central_setup(config, n_workers):
+    from ..results import prepare_output_dir
+    if config.output:
+        prepare_output_dir(config.output)
+    source = open_data_source(config)
+    y = source.labels("train")
+    problem = resolve_problem(config, source, y)
+    check_worker_count(n_workers, problem.n_features, problem.budget)
+    y_test = source.labels("test")
+    return {"source": source, "problem": problem, "y": y, "y_test": y_test, "true_coef": source.true_coef()}
+
+
+def _worker_setup(config, rank, n_workers):
+    source = open_data_source(config)
+    columns = shard_columns(source.n_features, n_workers, rank - 1, config.sharding)
+    data = source.load(columns)
+    problem = resolve_problem(config, source, data.y)
+    check_worker_count(n_workers, problem.n_features, problem.budget)
+    shard = FeatureShard(data.X, columns)
+    return {
+        "data": data, "shard": shard, "problem": problem,
+        "budget": split_budget(problem.budget, n_workers)[rank - 1],
+        "lipschitz": local_lipschitz(shard, problem.budget, problem.loss, config.seed, rank - 1),
+    }
+
+
+def _options(config):
+    return SubstitutionOptions(passes=config.passes, step_size=config.step_size, step_divisor=config.step_divisor,
+                               decrease_check=config.decrease_check, decrease_constant=config.decrease_constant,
+                               log_selection=True).validated()
+
+
+# ----------------------------------------------------------------------------------- worker
+def _worker_main(config, comm, setup, lipschitz, backoff):
+    rank = comm.Get_rank()
+    problem, shard, data = setup["problem"], setup["shard"], setup["data"]
+    try:
+        worker = make_worker(shard, data.y, problem.loss, setup["budget"], lipschitz, _options(config),
+                             worker_id=rank - 1)
+        n = shard.n_samples
+        reply = reply_buffer(n)
+        u = reply[:n]
+        version = 0
+        timeout = CENTRAL_TIMEOUT_FACTOR * config.watchdog_timeout
+        compute_s = 0.0
+        while True:
+            t0 = time.perf_counter()
+            push = worker.propose(u, version)
+            compute_s += time.perf_counter() - t0
+            if push is None:
+                break
+            recv = comm.Irecv(reply, source=0, tag=TAG_REPLY)
+            send = comm.Isend(push.buffer, dest=0, tag=TAG_PUSH)
+            wait_all([send, recv], backoff, timeout)
+            version = int(reply[n + REPLY_VERSION])
+            if reply[n + REPLY_STATUS] == STATUS_ACCEPTED:
+                worker.commit()
+            else:
+                worker.discard()
+        local = worker.state.retained
+        order = np.argsort(shard.columns[local], kind="stable")
+        local = local[order]
+        final = {
+            "worker": rank - 1,
+            "selected": shard.columns[local],
+            "weights": worker.state.weights[order],
+            "columns": worker.selected_columns(),
+            "test_columns": (columns_dense(data.X_test, local).T.copy() if data.has_test else None),
+            "steps": worker.steps,
+            "proposals": worker.proposals,
+            "n_features": shard.n_local,
+            "budget": worker.state.budget,
+            "compute_s": compute_s,
+            "step_size": worker.state.step_size,
+            "log": worker.log.rows,
+        }
+        wait_object(comm.isend(final, dest=0, tag=TAG_FINAL), backoff, timeout)
+    except Deadline as exc:
+        abort_job(comm, EXIT_CENTRAL_LOST,
+                  f"asyos: worker rank {rank}: the central rank 0 did not answer ({exc}); aborting the job")
+        raise
+    except BaseException as exc:  # noqa: BLE001 - report any failure to the central rank, then abort
+        _report_failure(comm, rank, exc)
+        raise
+    wait_object(comm.irecv(source=0, tag=TAG_SHUTDOWN), Backoff(max_sleep=20e-3), SHUTDOWN_TIMEOUT)
+
+
+def _report_failure(comm, rank, exc):
+    payload = {"rank": rank, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(),
+               "input_error": str(exc) if isinstance(exc, InputError) else None}
+    try:
+        request = comm.isend(payload, dest=0, tag=TAG_ERROR)
+        wait_object(request, Backoff(max_sleep=10e-3), 2.0)
+        time.sleep(ERROR_GRACE)          # the central rank reports and aborts the job meanwhile
+    except BaseException:  # noqa: BLE001
+        pass
+    abort_job(comm, EXIT_WORKER_FAILED, f"asyos: worker rank {rank} failed: {payload['error']}\n"
+                                        f"{payload['traceback']}")
+
+
+# ---------------------------------------------------------------------------------- central
+class _ObjectiveTrace:
+    """Training objective at ``u_C`` every ``every`` accepted pushes, with the time."""
+
+    def __init__(self, every, loss, y, start):
+        self.every, self.loss, self.y, self.start = every, loss, y, start
+        self.time_s, self.version, self.objective = [], [], []
+
+    def __call__(self, version, u):
+        if version % self.every == 0:
+            self.time_s.append(time.perf_counter() - self.start)
+            self.version.append(version)
+            self.objective.append(self.loss.value(self.y, u))
+
+    def as_dict(self):
+        return {"every": self.every, "time_s": self.time_s, "version": self.version, "objective": self.objective}
+
+
+def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscribed) -> dict:
+    from mpi4py import MPI
+
+    problem = setup["problem"]
+    n, q = problem.n_samples, comm.Get_size() - 1
+    t_async0 = time.perf_counter()
+    trace = _ObjectiveTrace(config.trace_every, problem.loss, setup["y"], t_async0) if config.trace_every else None
+    central = Central(n, max_staleness=config.max_staleness, monitor=trace)
+    push_bufs = [push_buffer(n) for _ in range(q)]
+    reply_bufs = [reply_buffer(n) for _ in range(q)]
+    receives = [comm.Recv_init(push_bufs[i], source=i + 1, tag=TAG_PUSH) for i in range(q)]
+    MPI.Prequest.Startall(receives)
+    replies = [None] * q
+    finals = [None] * q
+    last_seen = [time.monotonic()] * q
+    status = MPI.Status()
+    remaining = q
+    while remaining:
+        progressed = False
+        ready = MPI.Request.Testsome(receives)
+        if ready:
+            now = time.monotonic()
+            for i in ready:
+                buf = push_bufs[i]
+                accepted = central.apply(buf[:n], int(buf[n + PUSH_VERSION]))
+                if replies[i] is not None:
+                    replies[i].Wait()           # the worker got it before pushing again
+                out = reply_bufs[i]
+                out[:] = central.u_ext
+                out[n + REPLY_STATUS] = STATUS_ACCEPTED if accepted else STATUS_REFUSED
+                replies[i] = comm.Isend(out, dest=i + 1, tag=TAG_REPLY)
+                receives[i].Start()
+                last_seen[i] = now
+            progressed = True
+        if comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_ERROR, status=status):
+            report = comm.recv(source=status.Get_source(), tag=TAG_ERROR)
+            if report["input_error"] is not None:
+                abort_job(comm, EXIT_USAGE, f"asyos: error: worker rank {report['rank']}: {report['input_error']}")
+            abort_job(comm, EXIT_WORKER_FAILED, f"asyos: worker rank {report['rank']} failed: {report['error']}\n"
+                                                f"{report['traceback']}asyos: aborting the job")
+        if comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_FINAL, status=status):
+            source = status.Get_source()
+            finals[source - 1] = comm.recv(source=source, tag=TAG_FINAL)
+            remaining -= 1
+            progressed = True
+        if progressed:
+            backoff.reset()
+            continue
+        now = time.monotonic()
+        silent = [i + 1 for i in range(q) if finals[i] is None and now - last_seen[i] > config.watchdog_timeout]
+        if silent:
+            abort_job(comm, EXIT_WORKER_LOST,
+                      f"asyos: worker rank(s) {silent} sent nothing for more than {config.watchdog_timeout:g} s "
+                      f"(hung, or exited without finishing); {central.accepted} pushes applied; aborting the job")
+        backoff.pause()
+    async_s = time.perf_counter() - t_async0
+    for request in receives:
+        request.Cancel()
+        request.Wait()
+        request.Free()
+    MPI.Request.Waitall([r for r in replies if r is not None])
+
+    record = _central_results(config, setup, finals, central, lipschitz, trace, async_s, t_start, oversubscribed)
+    from ..report import format_summary
+    if not config.quiet:
+        print(format_summary(record), flush=True)
+    if config.output:
+        from ..results import write_results
+        rows = [row for f in finals for row in f["log"]]
+        path = write_results(config.output, record, rows)
+        if not config.quiet:
+            print(f"  results: {path}", flush=True)
+    shutdown = [comm.isend(None, dest=w, tag=TAG_SHUTDOWN) for w in range(1, q + 1)]
+    for request in shutdown:
+        wait_object(request, backoff, SHUTDOWN_TIMEOUT)
+    return record
+
+
+def _central_results(config, setup, finals, central, lipschitz, trace, async_s, t_start, oversubscribed):
+    from ..metrics import evaluate
+    from ..report import build_record
+    from ..run import report_warnings
+
+    problem = setup["problem"]
+    loss, y, y_test = problem.loss, setup["y"], setup["y_test"]
+    selected = np.concatenate([f["selected"] for f in finals])
+    weights = np.concatenate([f["weights"] for f in finals])
+    columns = np.concatenate([f["columns"] for f in finals]) if selected.size else np.zeros((0, y.size))
+    order = np.argsort(selected, kind="stable")
+    selected, weights, columns = selected[order], weights[order], columns[order]
+    has_test = y_test is not None and all(f["test_columns"] is not None for f in finals)
+    test_columns = (np.concatenate([f["test_columns"] for f in finals])[order] if has_test and selected.size
+                    else None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        objective_selection = check_objective(loss, y, central.u, finals[0]["step_size"], lipschitz)
+    notes = report_warnings(caught)
+    coef_sel = refit_model(columns.T, y, loss, w0=weights) if config.refit and selected.size else weights
+    coef = np.zeros(problem.n_features)
+    coef[selected] = coef_sel
+    u_train = coef_sel @ columns
+    u_test = coef_sel @ test_columns if test_columns is not None else (np.zeros(y_test.size) if has_test else None)
+    metrics = evaluate(loss, coef, u_train, y, u_test, y_test if has_test else None, setup["true_coef"], selected)
+    metrics["objective_selection"] = objective_selection
+    wall_s = time.perf_counter() - t_start
+    staleness = central.staleness_summary()
+    workers = [{"rank": f["worker"] + 1, "n_features": f["n_features"], "budget": f["budget"], "steps": f["steps"],
+                "refused": f["proposals"] - f["steps"], "compute_s": f["compute_s"]} for f in finals]
+    extra = dict(
+        n_workers=len(finals),
+        staleness=staleness,
+        max_staleness=config.max_staleness,
+        refused_pushes=central.refused,
+        pushes=central.accepted,
+        pushes_per_s=central.accepted / async_s if async_s > 0 else None,
+        oversubscribed=bool(oversubscribed),
+        step_size=finals[0]["step_size"] if finals else None,
+        lipschitz=lipschitz,
+        workers=workers,
+        raw_coef=weights.tolist(),
+        warnings=notes,
+    )
+    if trace is not None:
+        extra["trace"] = trace.as_dict()
+    timing = {"wall_s": wall_s, "setup_s": wall_s - async_s, "async_s": async_s}
+    return build_record(config, problem, "mpi", selected, coef_sel, metrics, timing, **extra)

@@ -1,0 +1,28 @@
+"""Wire layout of the Asy-OS hot-path messages: flat float64 buffers, no pickling.
+
+A push is ``[delta_u (n) | version_read | kind]``; a reply is ``[u_C (n) | version | status]``.
+Versions are counters below ``2**53``, exact in float64. Setup, final results and error reports
+are pickled (off the hot path).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+PUSH_HEADER = 2
+PUSH_VERSION, PUSH_KIND = 0, 1           # offsets after the n values
+KIND_STEP = 1.0
+
+REPLY_HEADER = 2
+REPLY_VERSION, REPLY_STATUS = 0, 1
+STATUS_ACCEPTED, STATUS_REFUSED = 1.0, 0.0
+
+# MPI tags
+TAG_PUSH, TAG_REPLY, TAG_FINAL, TAG_ERROR, TAG_SHUTDOWN = 11, 12, 13, 14, 15
+
+
+def push_buffer(n: int) -> np.ndarray:
+    return np.zeros(n + PUSH_HEADER)
+
+
+def reply_buffer(n: int) -> np.ndarray:
+    return np.zeros(n + REPLY_HEADER)

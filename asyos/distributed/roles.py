@@ -1,0 +1,212 @@
+"""The two roles of Asy-OS as plain objects with no I/O (KDD'16 Alg. 2 and Alg. 3).
+
+``Worker.propose(u, version) -> Push`` takes one step of Online Substitution on the worker's
+shard at the (possibly stale) central state ``u``; ``commit``/``discard`` settle it once the
+central node has accepted or refused the push. ``Central.apply(delta, version_read)`` adds a push
+into ``u_C`` unless it is older than ``max_staleness`` versions.
+
+Three drivers call these objects and nothing else: the sequential loop of
+``OnlineSubstitution`` (one worker, its own ``u``), the staleness simulator, and the MPI driver.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from ..errors import DivergenceError
+from ..learners.substitution import ENTER, REJECT, SUBSTITUTE, SubstitutionState
+from .messages import KIND_STEP, PUSH_HEADER, PUSH_KIND, PUSH_VERSION, REPLY_HEADER, REPLY_VERSION
+
+
+@dataclass
+class Push:
+    """One worker step: ``delta`` (a view into ``buffer``, the wire message) and what it did."""
+
+    delta: np.ndarray
+    buffer: np.ndarray
+    version_read: int
+    feature: int          # global index of the new feature
+    action: int           # ENTER, SUBSTITUTE or REJECT
+
+
+class SelectionLog:
+    """Which feature entered or left the retained set, and when (committed steps only)."""
+
+    FIELDS = ("worker", "step", "pass", "feature", "event", "weight")
+
+    def __init__(self, worker: int = 0):
+        self.worker = worker
+        self.rows: list[tuple] = []
+
+    def record(self, step, pass_index, feature, event, weight):
+        self.rows.append((self.worker, step, pass_index, feature, event, weight))
+
+    def as_dicts(self):
+        return [dict(zip(self.FIELDS, row)) for row in self.rows]
+
+
+class Worker:
+    """Online Substitution on one feature shard (KDD'16 Alg. 3; Alg. 1 when alone).
+
+    Features arrive in passes over the shard in column order; a feature currently retained is
+    not offered again (the pool is the complement of ``S``).
+    """
+
+    def __init__(self, shard, y, loss, budget, step_size, *, passes=2, step_divisor=1.0,
+                 decrease_check=True, decrease_constant=1.0, lipschitz=None, worker_id=0,
+                 log_selection=True):
+        self.shard = shard
+        self.worker_id = worker_id
+        self.passes = int(passes)
+        self.n = shard.n_samples
+        self.state = SubstitutionState(
+            self.n, budget, step_size, loss, y, step_divisor=step_divisor,
+            decrease_check=decrease_check, decrease_constant=decrease_constant, lipschitz=lipschitz)
+        self.buffer = np.zeros(self.n + PUSH_HEADER)
+        self.delta = self.buffer[:self.n]
+        self.buffer[self.n + PUSH_KIND] = KIND_STEP
+        self._retained = np.zeros(shard.n_local, dtype=bool)
+        self._pass, self._pos = 0, 0
+        self._cursor_before = None
+        self.steps = 0                 # committed steps
+        self.proposals = 0             # including refused ones
+        self.log = SelectionLog(worker_id) if log_selection else None
+
+    @property
+    def done(self) -> bool:
+        return self._next_feature(advance=False) is None
+
+    def _next_feature(self, advance=True):
+        p_local = self.shard.n_local
+        pass_index, pos = self._pass, self._pos
+        while pass_index < self.passes:
+            while pos < p_local:
+                if not self._retained[pos]:
+                    if advance:
+                        self._pass, self._pos = pass_index, pos + 1
+                    return pass_index, pos
+                pos += 1
+            pass_index, pos = pass_index + 1, 0
+        if advance:
+            self._pass, self._pos = pass_index, pos
+        return None
+
+    def propose(self, u: np.ndarray, version: int = 0) -> Optional[Push]:
+        """One step at central state ``u`` (read at ``version``); ``None`` when the passes are done."""
+        self._cursor_before = (self._pass, self._pos)
+        nxt = self._next_feature()
+        if nxt is None:
+            return None
+        self._current = nxt
+        j = nxt[1]
+        try:
+            action = self.state.propose(j, self.shard.column(j), u, self.delta)
+        except DivergenceError as exc:
+            raise DivergenceError(f"{exc} (pass {nxt[0] + 1}, feature {int(self.shard.columns[j])})") from None
+        self.buffer[self.n + PUSH_VERSION] = version
+        self.proposals += 1
+        return Push(self.delta, self.buffer, int(version), int(self.shard.columns[j]), action)
+
+    def commit(self):
+        action, j, left = self.state.commit()
+        self.steps += 1
+        if action in (ENTER, SUBSTITUTE):
+            self._retained[j] = True
+            if left >= 0:
+                self._retained[left] = False
+            if self.log is not None:
+                pass_index = self._current[0]
+                columns = self.shard.columns
+                if left >= 0:
+                    self.log.record(self.steps, pass_index, int(columns[left]), "leave", 0.0)
+                slot = int(np.flatnonzero(self.state.slots[:self.state.size] == j)[0])
+                self.log.record(self.steps, pass_index, int(columns[j]), "enter", float(self.state.w[slot]))
+        return action
+
+    def discard(self):
+        """The push was refused: forget the step and offer the same feature again."""
+        self.state.discard()
+        self._pass, self._pos = self._cursor_before
+
+    # -- results ----------------------------------------------------------------------------
+    def selection(self):
+        """``(global indices, weights)`` of the retained features, sorted by index."""
+        local = self.state.retained
+        order = np.argsort(self.shard.columns[local], kind="stable")
+        return self.shard.columns[local][order], self.state.weights[order]
+
+    def selected_columns(self):
+        """Training columns of the retained features (rows, sorted like ``selection``)."""
+        local = self.state.retained
+        order = np.argsort(self.shard.columns[local], kind="stable")
+        return self.state.XS[:self.state.size][order].copy()
+
+
+class Central:
+    """The central node (KDD'16 Alg. 2): ``u_C += delta`` for every accepted push.
+
+    ``u_ext`` is the reply message ``[u_C | version | status]``. With ``max_staleness`` set, a
+    push read more than that many versions ago is refused (counted, not applied). Every accepted
+    push's staleness goes into a histogram.
+    """
+
+    def __init__(self, n_samples: int, max_staleness: Optional[int] = None, monitor=None):
+        self.n = int(n_samples)
+        self.u_ext = np.zeros(self.n + REPLY_HEADER)
+        self.u = self.u_ext[:self.n]
+        self.version = 0
+        self.max_staleness = max_staleness
+        self.refused = 0
+        self._hist = np.zeros(16, dtype=np.int64)
+        self.monitor = monitor
+
+    def apply(self, delta: np.ndarray, version_read: int) -> bool:
+        staleness = self.version - int(version_read)
+        if staleness < 0:
+            raise ValueError(f"push read version {version_read} but the central is at {self.version}")
+        if self.max_staleness is not None and staleness > self.max_staleness:
+            self.refused += 1
+            return False
+        self.u += delta
+        self.version += 1
+        self.u_ext[self.n + REPLY_VERSION] = self.version
+        if staleness >= self._hist.size:
+            self._hist = np.concatenate([self._hist, np.zeros(max(staleness + 1, 2 * self._hist.size)
+                                                              - self._hist.size, dtype=np.int64)])
+        self._hist[staleness] += 1
+        if self.monitor is not None:
+            self.monitor(self.version, self.u)
+        return True
+
+    @property
+    def accepted(self) -> int:
+        return int(self._hist.sum())
+
+    @property
+    def staleness_histogram(self) -> np.ndarray:
+        nz = np.flatnonzero(self._hist)
+        return self._hist[: nz[-1] + 1].copy() if nz.size else np.zeros(1, dtype=np.int64)
+
+    def staleness_summary(self) -> dict:
+        return staleness_summary(self.staleness_histogram)
+
+
+def staleness_summary(hist) -> dict:
+    """Mean, max, 95th percentile and the histogram (``counts[k]`` = pushes of staleness ``k``)."""
+    hist = np.asarray(hist, dtype=np.int64)
+    total = int(hist.sum())
+    if total == 0:
+        return {"mean": 0.0, "max": 0, "p95": 0, "histogram": [0]}
+    values = np.arange(hist.size)
+    cdf = np.cumsum(hist)
+    return {
+        "mean": float(values @ hist / total),
+        "max": int(np.flatnonzero(hist)[-1]),
+        "p95": int(np.searchsorted(cdf, 0.95 * total)),
+        "histogram": hist.tolist(),
+    }
+
+
+__all__ = ["Central", "Push", "SelectionLog", "Worker", "staleness_summary", "ENTER", "SUBSTITUTE", "REJECT"]

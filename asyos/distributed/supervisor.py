@@ -1,0 +1,88 @@
+"""Naming the rank when a process dies without a word (killed by a signal, or ``os._exit``).
+
+MPICH's launcher (hydra) kills every other rank within milliseconds of one dying, with SIGKILL,
+and its "BAD TERMINATION ... PID" line does not reliably name the process that died (measured:
+it named rank 1 whichever rank was killed). No rank can report what it does not survive.
+
+So under hydra, the process hydra starts stays a supervisor: it runs the same command line
+(``sys.orig_argv``) as its child (the rank proper, which inherits the PMI socket), waits for it, and when the child dies
+by a signal or exits before the run finished, writes ``asyos: rank R (pid P) was killed by
+signal 9`` to stderr *before* exiting itself; only then does hydra see a death and end the job.
+The child has ``PR_SET_PDEATHSIG = SIGKILL``, so it never outlives its supervisor (hydra's own
+clean-up kills supervisors). The supervisor imports nothing heavy and sleeps in ``wait``.
+
+Supervision is used only where it is known to work: Linux, hydra's ``PMI_FD`` present, MPI not
+yet initialised in this process (``python -m mpi4py -m asyos.run`` initialises it first and so
+runs unsupervised), and ``ASYOS_SUPERVISE`` not set to ``0``.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+CHILD_ENV = "ASYOS_SUPERVISED_STATUS_FD"
+FINISHED = b"finished"
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def should_supervise() -> bool:
+    if not sys.platform.startswith("linux") or "PMI_FD" not in os.environ:
+        return False
+    if os.environ.get(CHILD_ENV) is not None or os.environ.get("ASYOS_SUPERVISE", "1") == "0":
+        return False
+    mpi = sys.modules.get("mpi4py.MPI")
+    return mpi is None or not mpi.Is_initialized()
+
+
+def _die_with_parent(parent_pid):
+    """In the child before exec: SIGKILL when the supervisor dies (Linux ``prctl``)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)      # PR_SET_PDEATHSIG
+    if os.getppid() != parent_pid:              # the supervisor died before prctl
+        os._exit(1)
+
+
+def supervise() -> int:
+    """Run this very command again as a child and report how it ended; returns the exit status."""
+    import subprocess
+
+    rank = os.environ.get("PMI_RANK", "?")
+    read_end, write_end = os.pipe()
+    env = dict(os.environ, **{CHILD_ENV: str(write_end)})
+    me = os.getpid()
+    child = subprocess.Popen([sys.executable, *sys.orig_argv[1:]], env=env,
+                             pass_fds=(int(os.environ["PMI_FD"]), write_end),
+                             preexec_fn=lambda: _die_with_parent(me))
+    os.close(write_end)
+    for sig in _FORWARDED:
+        signal.signal(sig, lambda s, _frame: child.send_signal(s))
+    status = child.wait()
+    with os.fdopen(read_end, "rb") as fh:
+        finished = fh.read() == FINISHED
+    if status < 0:
+        name = signal.Signals(-status).name
+        sys.stderr.write(f"asyos: rank {rank} (pid {child.pid}) was killed by signal {-status} ({name}); "
+                         f"ending the job\n")
+        sys.stderr.flush()
+        return 128 - status
+    if not finished:
+        sys.stderr.write(f"asyos: rank {rank} (pid {child.pid}) exited with status {status} before the run "
+                         f"finished; ending the job\n")
+        sys.stderr.flush()
+        return status or 1
+    return status
+
+
+def mark_finished():
+    """In a supervised child: tell the supervisor the run ended through ``main`` (call at exit,
+    after MPI is finalised)."""
+    fd = os.environ.get(CHILD_ENV)
+    if fd is None:
+        return
+    try:
+        os.write(int(fd), FINISHED)
+        os.close(int(fd))
+    except OSError:
+        pass

@@ -1,0 +1,25 @@
+"""Errors that reach the user, and the exit codes of the engine.
+
+``InputError`` is for anything the user can fix (bad flag, unreadable file, NaN in the data,
+budget out of range, ...). The CLI prints it as one line and exits with ``EXIT_USAGE`` on every
+rank; it never shows a traceback.
+"""
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1        # a bug: unexpected exception (traceback printed)
+EXIT_USAGE = 2           # bad input or configuration (one line, no traceback)
+EXIT_WORKER_FAILED = 3   # a worker raised; the central rank reports rank and traceback
+EXIT_WORKER_LOST = 17    # the central watchdog saw a worker go silent
+EXIT_CENTRAL_LOST = 18   # a worker waited too long for the central rank
+
+
+class InputError(ValueError):
+    """Bad user input: printed as one line, exit status 2."""
+
+
+class DivergenceError(InputError):
+    """The iterates became non-finite: the step size is too large for the data."""
+
+
+class ConvergenceWarning(UserWarning):
+    """The run finished, but its result is suspect (e.g. worse than the empty model)."""

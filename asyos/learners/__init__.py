@@ -1,0 +1,1 @@
+"""Learners: Online Substitution (sequential and asynchronous) and the batch baselines."""

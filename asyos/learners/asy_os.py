@@ -1,0 +1,109 @@
+"""Asy-OS in one process: the staleness simulator behind the estimator face.
+
+``AsyncOnlineSubstitution`` splits the features into ``n_workers`` disjoint shards, gives each
+worker the budget ``s/q`` (split as evenly as possible), and runs KDD'16 Alg. 2-3 in the
+simulator with bounded staleness. The MPI engine (``asyos.distributed.driver``) runs the very same
+``Worker`` and ``Central`` objects across processes.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..data.shard import FeatureShard
+from ..data.sharding import SHARDING_SCHEMES, shard_columns, split_budget
+from ..distributed.roles import Central
+from ..distributed.simulator import check_simulation_args, simulate
+from ..errors import InputError
+from .base import check_positive_int
+from .online_substitution import (OnlineSubstitution, check_objective, local_lipschitz, make_worker,
+                                  quiet_float_errors)
+
+
+def check_worker_count(n_workers, n_features, budget):
+    check_positive_int(n_workers, "n_workers")
+    if n_workers > n_features:
+        raise InputError(f"{n_workers} workers but only {n_features} features: every worker needs "
+                         f"at least one feature")
+    if budget < n_workers:
+        raise InputError(f"budget {budget} is smaller than the number of workers ({n_workers}): each "
+                         f"worker keeps budget/workers features and needs at least one")
+
+
+def build_workers(X, y, loss, budget, n_workers, options, seed, sharding="contiguous"):
+    """Shards, the common ``L_F`` (maximum over the shards' estimates) and one worker per shard."""
+    p = X.shape[1]
+    columns = [shard_columns(p, n_workers, w, sharding) for w in range(n_workers)]
+    shards = [FeatureShard(X[:, cols], cols) for cols in columns]
+    lipschitz = max(local_lipschitz(sh, budget, loss, seed, w) for w, sh in enumerate(shards))
+    budgets = split_budget(budget, n_workers)
+    workers = [make_worker(sh, y, loss, b, lipschitz, options, worker_id=w)
+               for w, (sh, b) in enumerate(zip(shards, budgets))]
+    return workers, lipschitz
+
+
+def gather_selection(workers):
+    """Union of the workers' selections, sorted by feature index."""
+    parts = [w.selection() for w in workers]
+    support = np.concatenate([s for s, _ in parts]) if parts else np.empty(0, dtype=np.intp)
+    weights = np.concatenate([v for _, v in parts]) if parts else np.empty(0)
+    order = np.argsort(support, kind="stable")
+    return support[order], weights[order]
+
+
+class AsyncOnlineSubstitution(OnlineSubstitution):
+    """Asy-OS (KDD'16 Alg. 2-3) simulated with ``n_workers`` workers and bounded staleness.
+
+    Extra parameters (see ``OnlineSubstitution`` for the others)
+    ----------------------------------------------------------------
+    n_workers : int
+    max_staleness : int or None
+        Bound ``tau``; ``None`` means ``n_workers`` (the paper's simulation).
+    policy : {"max", "uniform", "fresh"}
+        Which snapshot a worker reads within the bound (see ``asyos.distributed.simulator``).
+    schedule : {"round-robin", "random"}
+    sharding : {"contiguous", "strided", "hashed"}
+    decrease_check : bool
+        Alg. 3 omits it (the default here); when on it is evaluated at the worker's snapshot.
+
+    Extra attributes: ``staleness_`` (mean, max, p95, histogram), ``n_pushes_``.
+    """
+
+    def __init__(self, budget=10, n_workers=4, max_staleness=None, policy="max", schedule="round-robin",
+                 sharding="contiguous", loss="squared", passes=2, step_size=None, step_divisor=1.0,
+                 decrease_check=False, decrease_constant=1.0, refit=True, random_state=0):
+        super().__init__(budget=budget, loss=loss, passes=passes, step_size=step_size,
+                         step_divisor=step_divisor, decrease_check=decrease_check,
+                         decrease_constant=decrease_constant, refit=refit, random_state=random_state)
+        self.n_workers = n_workers
+        self.max_staleness = max_staleness
+        self.policy = policy
+        self.schedule = schedule
+        self.sharding = sharding
+
+    def fit(self, X, y):
+        X, y, loss = self._validate_data(X, y)
+        options = self._options()
+        check_worker_count(self.n_workers, X.shape[1], self.budget)
+        tau = self.n_workers if self.max_staleness is None else self.max_staleness
+        check_simulation_args(tau, self.policy, self.schedule)
+        if self.sharding not in SHARDING_SCHEMES:
+            raise InputError(f"unknown sharding {self.sharding!r}; choose one of: {', '.join(SHARDING_SCHEMES)}")
+        start = time.perf_counter()
+        workers, lipschitz = build_workers(X, y, loss, self.budget, self.n_workers, options,
+                                           self.random_state, self.sharding)
+        central = Central(X.shape[0])
+        report = simulate(workers, central, tau, self.policy, self.schedule, seed=self.random_state)
+        with quiet_float_errors():
+            self.objective_selection_ = check_objective(loss, y, central.u, workers[0].state.step_size, lipschitz)
+        support, weights = gather_selection(workers)
+        self._set_selection(X, y, loss, support, weights)
+        self.lipschitz_ = lipschitz
+        self.step_size_ = workers[0].state.step_size
+        self.n_steps_ = report.steps
+        self.n_pushes_ = central.accepted
+        self.staleness_ = report.staleness
+        self.selection_log_ = [row for w in workers for row in w.log.as_dicts()]
+        self.fit_time_ = time.perf_counter() - start
+        return self

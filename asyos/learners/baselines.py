@@ -1,0 +1,184 @@
+"""Batch baselines in the same harness (KDD'16 Sec. 5 "Baseline Methods").
+
+* ``ProjectedGradient`` (``proj-gd``): projected gradient descent onto the L0 ball, i.e. iterative
+  hard thresholding ``w <- P_s(w - eta grad f(w))`` (Yuan et al. 2014; Foucart 2011), from
+  ``w = 0``, with a backtracking step: ``eta`` starts at ``1/L`` for a block of ``2s`` columns and is
+  halved until the quadratic upper bound holds, so the objective never increases.
+* ``LassoToBudget`` (``lasso``): the L1 path of scikit-learn, walked from the largest penalty down
+  until at least ``s`` features are non-zero (the paper: "lambda is set to guarantee the batch
+  methods selecting at least s features"); the ``s`` largest coefficients are kept. Squared loss
+  uses ``Lasso``; squared hinge uses ``LinearSVC(penalty="l1")`` (the paper's LIBLINEAR L1 hinge
+  classifier); logistic uses L1 ``LogisticRegression``. scikit-learn is imported only here.
+
+Both are followed by the same refit as OS (``asyos.learners.refit``).
+"""
+from __future__ import annotations
+
+import inspect
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..data.shard import FeatureShard
+from ..errors import InputError
+from ..truncation import keep_top_k, project_l0
+from .base import BudgetedSelector, check_positive_float, check_positive_int
+from .step_size import restricted_lipschitz
+
+
+class ProjectedGradient(BudgetedSelector):
+    """Iterative hard thresholding onto ``||w||_0 <= budget`` with a monotone backtracking step.
+
+    Stops when ``||w_new - w|| <= tol * max(||w||, 1e-12)`` or after ``max_iter`` iterations.
+    Attributes: ``coef_``, ``raw_coef_``, ``support_``, ``n_iter_``, ``objective_path_``.
+    """
+
+    def __init__(self, budget=10, loss="squared", max_iter=500, tol=1e-7, refit=True, random_state=0):
+        self.budget = budget
+        self.loss = loss
+        self.max_iter = max_iter
+        self.tol = tol
+        self.refit = refit
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        X, y, loss = self._validate_data(X, y)
+        check_positive_int(self.max_iter, "max_iter")
+        check_positive_float(self.tol, "tol")
+        start = time.perf_counter()
+        n, p = X.shape
+        lip = restricted_lipschitz(FeatureShard(X), 2 * self.budget, loss.curvature,
+                                   seed=[int(self.random_state), 0x1A7])
+        eta = 1.0 / lip if lip > 0 else 1.0
+        w = np.zeros(p)
+        u = np.zeros(n)
+        f = loss.value(y, u)
+        path = [f]
+        it = 0
+        for it in range(1, self.max_iter + 1):
+            grad = np.asarray(X.T @ loss.dloss(y, u)).ravel()
+            while True:
+                w_new = project_l0(w - eta * grad, self.budget)
+                step = w_new - w
+                u_new = np.asarray(X @ w_new).ravel()
+                f_new = loss.value(y, u_new)
+                bound = f + float(grad @ step) + 0.5 / eta * float(step @ step)
+                if f_new <= bound + 1e-12 * max(1.0, abs(f)) or eta < 1e-12:
+                    break
+                eta *= 0.5
+            change = float(np.linalg.norm(step))
+            w, u, f = w_new, u_new, f_new
+            path.append(f)
+            if change <= self.tol * max(float(np.linalg.norm(w)), 1e-12):
+                break
+        support = np.flatnonzero(w)
+        self.n_iter_ = it
+        self.step_size_ = eta
+        self.objective_path_ = np.asarray(path)
+        self._set_selection(X, y, loss, support, w[support])
+        self.fit_time_ = time.perf_counter() - start
+        return self
+
+
+def _l1_classifier(loss_name, C):
+    if loss_name == "squared_hinge":
+        from sklearn.svm import LinearSVC
+        return LinearSVC(penalty="l1", loss="squared_hinge", dual=False, C=C, fit_intercept=False,
+                         tol=1e-6, max_iter=5000)
+    from sklearn.linear_model import LogisticRegression
+    params = inspect.signature(LogisticRegression.__init__).parameters
+    if params["penalty"].default == "deprecated":   # scikit-learn >= 1.8
+        return LogisticRegression(l1_ratio=1.0, C=C, solver="liblinear", fit_intercept=False, tol=1e-6)
+    return LogisticRegression(penalty="l1", C=C, solver="liblinear", fit_intercept=False, tol=1e-6)
+
+
+class LassoToBudget(BudgetedSelector):
+    """L1-regularised fit whose penalty is lowered until at least ``budget`` features are non-zero,
+    then the ``budget`` largest coefficients are kept and refit.
+
+    Attributes: ``coef_``, ``raw_coef_``, ``support_``, ``alpha_`` (regression) or ``C_``
+    (classification), ``n_fits_``.
+    """
+
+    def __init__(self, budget=10, loss="squared", n_alphas=100, eps=1e-3, refit=True, random_state=0):
+        self.budget = budget
+        self.loss = loss
+        self.n_alphas = n_alphas
+        self.eps = eps
+        self.refit = refit
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        X, y, loss = self._validate_data(X, y)
+        try:
+            import sklearn  # noqa: F401
+        except ImportError:
+            raise InputError("the lasso baseline needs scikit-learn: pip install scikit-learn") from None
+        start = time.perf_counter()
+        if loss.name == "squared":
+            coef = self._lasso_path(X, y)
+        else:
+            coef = self._l1_classifier_search(X, y, loss.name)
+        nonzero = np.flatnonzero(coef)
+        keep = nonzero[keep_top_k(np.abs(coef[nonzero]), self.budget)]
+        self._set_selection(X, y, loss, keep, coef[keep])
+        self.fit_time_ = time.perf_counter() - start
+        return self
+
+    def _lasso_path(self, X, y):
+        from sklearn.linear_model import Lasso
+        check_positive_int(self.n_alphas, "n_alphas", minimum=2)
+        n = X.shape[0]
+        alpha_max = float(np.max(np.abs(X.T @ y))) / n
+        if alpha_max == 0:
+            return np.zeros(X.shape[1])
+        alphas = alpha_max * np.geomspace(1.0, self.eps, self.n_alphas)
+        model = Lasso(alpha=alphas[0], fit_intercept=False, warm_start=True, max_iter=5000, tol=1e-6,
+                      selection="cyclic")
+        Xf = X.tocsc() if sp.issparse(X) else np.asfortranarray(X)
+        self.n_fits_ = 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=Warning)
+            for alpha in alphas[1:]:
+                model.set_params(alpha=alpha)
+                model.fit(Xf, y)
+                self.n_fits_ += 1
+                if np.count_nonzero(model.coef_) >= self.budget:
+                    break
+        self.alpha_ = float(model.alpha)
+        return np.asarray(model.coef_, dtype=float).ravel()
+
+    def _l1_classifier_search(self, X, y, loss_name):
+        from sklearn.svm import l1_min_c
+        loss_kind = "squared_hinge" if loss_name == "squared_hinge" else "log"
+        c_lo = float(l1_min_c(X, y, loss=loss_kind, fit_intercept=False))
+        self.n_fits_ = 0
+
+        def fit(C):
+            self.n_fits_ += 1
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", category=Warning)
+                model = _l1_classifier(loss_name, C).fit(X, y)
+            return np.asarray(model.coef_, dtype=float).ravel()
+
+        # double C until the budget is reached, then bisect (in log C) for the smallest such C
+        c_hi, coef_hi = c_lo * 2.0, None
+        for _ in range(40):
+            coef_hi = fit(c_hi)
+            if np.count_nonzero(coef_hi) >= self.budget:
+                break
+            c_lo, c_hi = c_hi, c_hi * 2.0
+        else:
+            self.C_ = c_hi
+            return coef_hi
+        for _ in range(8):
+            c_mid = float(np.sqrt(c_lo * c_hi))
+            coef_mid = fit(c_mid)
+            if np.count_nonzero(coef_mid) >= self.budget:
+                c_hi, coef_hi = c_mid, coef_mid
+            else:
+                c_lo = c_mid
+        self.C_ = c_hi
+        return coef_hi

@@ -1,0 +1,157 @@
+"""One Online Substitution step on a set of retained features (KDD'16 Alg. 1 and Alg. 3).
+
+``SubstitutionState`` holds the retained set ``S`` (at most ``budget`` features), their weights
+``w_S`` and a contiguous copy of their columns ``X_S`` (feature-major, one row per slot). Given a
+new feature ``x_j`` and the point ``u`` at which the gradient is taken, ``propose`` computes
+
+* ``g = dL/du (u)``                                  (eqs. 4-5),
+* ``w_S <- w_S - (eta/m) X_S^T g``                   (Alg. 1 line 6, Alg. 3 line 6),
+* ``w_j  = -eta x_j^T g``                            (line 7),
+* when ``|S u {j}| > budget``: ``k* = argmin |w_k|`` over ``S u {j}`` (line 11), and, with the
+  decrease check on, the substitution is kept only if
+  ``f(w_next) - f(w_prev) <= c (L_F/2 - 1/(2 eta)) ||w_next - w_prev||^2`` (lines 12-16);
+  otherwise the new feature is rejected (``w_j = 0``) and ``w_S`` keeps its step,
+
+and writes ``delta = X_S' w_S' - X_S w_S`` (the ``Delta u`` of Alg. 3 line 13) into the caller's
+buffer. ``commit`` makes the proposal the state; ``discard`` forgets it (a refused push), so no
+undo log is needed.
+
+In sequential OS ``u`` is the state's own ``X_S w_S`` (Alg. 1 line 4); in Asy-OS it is the
+central ``u_C``, possibly stale (Alg. 3 line 4). Alg. 3 omits the decrease check; here it is an
+option evaluated at the worker's snapshot ``u`` (no extra communication).
+
+When ``k* = j`` both branches of line 12 reject ``j`` with the same result, so the check is skipped;
+ties in ``|w|`` reject the new feature (the retained one stays).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.linalg.blas import daxpy
+
+from ..errors import DivergenceError
+
+ENTER, SUBSTITUTE, REJECT = 1, 2, 3
+ACTION_NAMES = {ENTER: "enter", SUBSTITUTE: "substitute", REJECT: "reject"}
+
+
+class SubstitutionState:
+    """Retained features, weights and columns of one OS learner (or one Asy-OS worker)."""
+
+    def __init__(self, n_samples, budget, step_size, loss, y, *, step_divisor=1.0,
+                 decrease_check=True, decrease_constant=1.0, lipschitz=None):
+        if budget < 1:
+            raise ValueError(f"budget must be at least 1; got {budget}")
+        self.n = int(n_samples)
+        self.budget = int(budget)
+        self.step_size = float(step_size)
+        self.step_divisor = float(step_divisor)
+        self.loss = loss
+        self.y = y
+        self.decrease_check = bool(decrease_check)
+        self.decrease_constant = float(decrease_constant)
+        self.lipschitz = 0.5 / self.step_size if lipschitz is None else float(lipschitz)
+        # c (L_F/2 - 1/(2 eta)): the right-hand side factor of Alg. 1 line 12
+        self.decrease_factor = self.decrease_constant * (0.5 * self.lipschitz - 0.5 / self.step_size)
+
+        cap = self.budget + 1
+        self.XS = np.zeros((cap, self.n))          # rows 0..size-1 are the retained columns
+        self.w = np.zeros(cap)
+        self.slots = np.full(cap, -1, dtype=np.intp)  # local feature index held by each slot
+        self.size = 0
+        # scratch
+        self._g = np.empty(self.n)
+        self._gS = np.empty(cap)
+        self._dw = np.empty(cap)
+        self._u_next = np.empty(self.n)
+        self._pending = None
+
+    # ------------------------------------------------------------------------------------------
+    def propose(self, j: int, xj: np.ndarray, u: np.ndarray, delta: np.ndarray) -> int:
+        """Compute the step for new feature ``j`` (column ``xj``) at gradient point ``u``.
+
+        Writes ``Delta u`` into ``delta`` and returns ``ENTER``, ``SUBSTITUTE`` or ``REJECT``.
+        """
+        m = self.size
+        eta = self.step_size
+        g = self.loss.dloss(self.y, u, out=self._g)
+        XS = self.XS[:m]
+        dw = self._dw[:m]
+        if m:
+            np.dot(XS, g, out=self._gS[:m])
+            np.multiply(self._gS[:m], -eta / self.step_divisor, out=dw)
+            np.dot(dw, XS, out=delta)              # X_S (w_S' - w_S)
+        else:
+            delta.fill(0.0)
+        wj = -eta * float(np.dot(xj, g))
+        gS = self._gS[:m]
+        if not math.isfinite(wj * wj + float(gS @ gS)):      # squares overflow long before inf/NaN
+            raise DivergenceError(
+                f"the weights became non-finite: the step size {eta:.4g} is too large for these data "
+                f"(L_F estimated {self.lipschitz:.4g}); pass a smaller --step-size")
+
+        if m < self.budget:
+            action, k = ENTER, m
+        else:
+            new_w = self.w[:m] + dw
+            k = int(np.argmin(np.abs(new_w)))
+            if abs(wj) <= abs(new_w[k]):
+                action = REJECT
+            elif self.decrease_check:
+                # delta of the substitution: add x_j w_j, remove x_k* (w_k* + dw_k*)
+                u_next = self._u_next
+                np.add(u, delta, out=u_next)
+                daxpy(xj, u_next, a=wj)
+                daxpy(XS[k], u_next, a=-new_w[k])
+                f_prev = self.loss.value(self.y, u)
+                f_next = self.loss.value(self.y, u_next)
+                w_k = self.w[k]
+                diff_sq = float(dw @ dw) - dw[k] * dw[k] + w_k * w_k + wj * wj
+                action = SUBSTITUTE if f_next - f_prev <= self.decrease_factor * diff_sq else REJECT
+            else:
+                action = SUBSTITUTE
+            if action == SUBSTITUTE:
+                daxpy(xj, delta, a=wj)
+                daxpy(XS[k], delta, a=-new_w[k])
+        if action == ENTER:
+            daxpy(xj, delta, a=wj)
+        self._pending = (action, j, xj, wj, k)
+        return action
+
+    def commit(self):
+        """Make the last proposal the state. Returns ``(action, entered, left_slot_feature)``."""
+        action, j, xj, wj, k = self._pending
+        self._pending = None
+        m = self.size
+        self.w[:m] += self._dw[:m]
+        left = -1
+        if action == ENTER:
+            self.XS[m] = xj
+            self.w[m] = wj
+            self.slots[m] = j
+            self.size = m + 1
+        elif action == SUBSTITUTE:
+            left = int(self.slots[k])
+            self.XS[k] = xj
+            self.w[k] = wj
+            self.slots[k] = j
+        return action, j, left
+
+    def discard(self):
+        """Forget the last proposal (the state is unchanged)."""
+        self._pending = None
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def retained(self) -> np.ndarray:
+        """Local indices of the retained features, in slot order."""
+        return self.slots[:self.size].copy()
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.w[:self.size].copy()
+
+    def contribution(self) -> np.ndarray:
+        """``X_S w_S`` recomputed from scratch (for checks; the engine never needs it)."""
+        return self.w[:self.size] @ self.XS[:self.size]

@@ -1,0 +1,64 @@
+"""The run record (what ``results.json`` holds) and the short human summary."""
+from __future__ import annotations
+
+import numpy as np
+
+from .results import environment
+
+
+def build_record(config, problem, mode, selected, coef, metrics, timing, warnings=(), **extra) -> dict:
+    """``selected`` are global feature indices (sorted) and ``coef`` their coefficients."""
+    record = {
+        "algorithm": "asy-os" if mode in ("mpi", "simulated") else config.algorithm,
+        "mode": mode,
+        "config": config.as_dict(),
+        "problem": {
+            "name": problem.name,
+            "n_samples": problem.n_samples,
+            "n_features": problem.n_features,
+            "budget": problem.budget,
+            "loss": problem.loss.name,
+        },
+        "selected": np.asarray(selected, dtype=np.int64).tolist(),
+        "coef": np.asarray(coef, dtype=float).tolist(),
+        "metrics": metrics,
+        "timing": timing,
+        "warnings": list(warnings),
+    }
+    record.update(extra)
+    record["environment"] = environment()
+    return record
+
+
+def format_summary(record: dict) -> str:
+    m, t, pr = record["metrics"], record["timing"], record["problem"]
+    err_name = "RMSE" if pr["loss"] == "squared" else "error rate"
+    lines = [f"asyos: {record['algorithm']} ({record['mode']}) on {pr['name']}, loss {pr['loss']}, "
+             f"budget {pr['budget']}"]
+    quality = [f"selected {m['n_selected']} features"]
+    if "recall" in m:
+        quality.append(f"recall {m['recall']:.3f}")
+    if "recovery_error" in m:
+        quality.append(f"recovery error {m['recovery_error']:.4f}")
+    quality.append(f"objective {m['objective']:.5g}")
+    quality.append(f"train {err_name} {m['train_error']:.4g}")
+    if "test_error" in m:
+        quality.append(f"test {err_name} {m['test_error']:.4g}")
+    lines.append("  " + "; ".join(quality))
+    timing = f"  time {t['wall_s']:.2f} s"
+    if "fit_s" in t:
+        timing += f" (fit {t['fit_s']:.2f} s)"
+    if "async_s" in t:
+        timing += f" (asynchronous phase {t['async_s']:.2f} s)"
+    lines.append(timing)
+    if "n_workers" in record:
+        st = record["staleness"]
+        par = (f"  {record['n_workers']} workers; staleness mean {st['mean']:.2f}, p95 {st['p95']}, "
+               f"max {st['max']}; refused pushes {record.get('refused_pushes', 0)}")
+        if record.get("pushes_per_s") is not None:
+            par += f"; {record['pushes_per_s']:.0f} pushes/s"
+        lines.append(par)
+    shown = record["selected"][:12]
+    more = len(record["selected"]) - len(shown)
+    lines.append(f"  features: {', '.join(map(str, shown))}{f' ... (+{more})' if more > 0 else ''}")
+    return "\n".join(lines)

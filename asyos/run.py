@@ -1,0 +1,230 @@
+"""Command line: ``python -m asyos.run [options]``.
+
+* no argument: the embedded default (a KDD'16 synthetic regression problem), sequential OS;
+* under ``mpiexec -n N``: Asy-OS with rank 0 central and ``N - 1`` workers;
+* ``--simulate --workers Q --max-staleness T`` (or ``--algorithm asy-os``): the staleness
+  simulator in one process;
+* ``--algorithm NAME`` any registered algorithm (``--list-algorithms``).
+
+Bad input exits with status 2 and one line (printed by rank 0 only under MPI). Any other failure
+under MPI aborts the whole job, so ``mpiexec -n 13 python -m asyos.run`` never hangs.
+"""
+from __future__ import annotations
+
+from . import _env  # noqa: F401  (before numpy)
+
+import argparse
+import atexit
+import sys
+import time
+import traceback
+import warnings
+
+from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, ConvergenceWarning, InputError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise InputError(message)
+
+
+def _bool_flag(parser, name, help_text):
+    dest = name.replace("-", "_")
+    parser.add_argument(f"--{name}", dest=dest, action="store_true", help=help_text)
+    parser.add_argument(f"--no-{name}", dest=dest, action="store_false", help=argparse.SUPPRESS)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    prog = "mpiexec -n N python -m asyos.run" if _env.launched_by_mpi() else "python -m asyos.run"
+    p = _Parser(prog=prog, argument_default=argparse.SUPPRESS,
+                description="Budgeted online feature selection: Online Substitution and Asy-OS.")
+    g = p.add_argument_group("what to run")
+    g.add_argument("--algorithm", help="registered algorithm (default: os)")
+    g.add_argument("--list-algorithms", action="store_true", help="list the algorithms and exit")
+    g.add_argument("--config", help="TOML file of settings (flags override it)")
+    g = p.add_argument_group("data (default: a KDD'16 synthetic problem)")
+    g.add_argument("--data", help="dense .npz, a directory of sparse X_*.npz + y_*.npy, or libsvm text")
+    g.add_argument("--test-data", help="libsvm test file")
+    g.add_argument("--index-base", help="libsvm feature indices: auto (default), 0 or 1")
+    g.add_argument("--synthetic", choices=["regression", "classification"], help="KDD'16 task (default regression)")
+    g.add_argument("--n-samples", type=int, help="default ceil(1.2 s log2 p)")
+    g.add_argument("--n-features", type=int, help="p (default 2000); declares p for libsvm")
+    g.add_argument("--n-informative", type=int, help="s, the true features (default 100)")
+    g.add_argument("--noise", type=float, help="default 0.1 (regression), 0 (classification)")
+    g.add_argument("--n-test", type=int, help="synthetic test samples (default n)")
+    g = p.add_argument_group("model")
+    g.add_argument("--budget", type=int, help="features to keep (default: the true s of synthetic data)")
+    g.add_argument("--loss", help="squared, squared_hinge, logistic or auto (default: from the labels)")
+    g.add_argument("--passes", type=int, help="scans over the features (default 3)")
+    g.add_argument("--step-size", type=float, help="eta (default 0.5 / L_F estimated from the data)")
+    g.add_argument("--step-divisor", type=float, help="the paper's m >= 1 (default 1)")
+    _bool_flag(g, "decrease-check", "keep the objective-decrease check (default on; --no-decrease-check "
+                                    "follows Alg. 3 literally)")
+    g.add_argument("--decrease-constant", type=float, help="the paper's c in [0, 1] (default 1)")
+    _bool_flag(g, "refit", "refit on the selected features before evaluation (default on; --no-refit)")
+    g.add_argument("--seed", type=int, help="seed of data generation and of every random choice (default 0)")
+    g = p.add_argument_group("parallel execution")
+    g.add_argument("--simulate", action="store_true", help="run Asy-OS in the staleness simulator")
+    g.add_argument("--workers", type=int, help="simulated workers (default 4)")
+    g.add_argument("--max-staleness", type=int, help="bound tau: simulator default = workers; MPI default "
+                                                     "unbounded (measured only)")
+    g.add_argument("--staleness-policy", help="simulator: max (default), uniform or fresh")
+    g.add_argument("--schedule", help="simulator: round-robin (default) or random")
+    g.add_argument("--sharding", help="contiguous (default), strided or hashed")
+    g.add_argument("--watchdog-timeout", type=float, help="MPI: seconds of silence before a worker is "
+                                                          "declared lost (default 5)")
+    g.add_argument("--setup-timeout", type=float, help="MPI: seconds every rank may take to load its data "
+                                                       "(default 600)")
+    g.add_argument("--trace-every", type=int, help="MPI: record the objective every k pushes (default off)")
+    g = p.add_argument_group("output")
+    g.add_argument("--output", help="directory for results.json and selection_log.csv")
+    g.add_argument("--quiet", action="store_true", help="no summary on stdout")
+    return p
+
+
+def parse_config(argv):
+    from .config import build_config, load_toml
+    args = vars(make_parser().parse_args(argv))
+    if args.pop("list_algorithms", False):
+        return None
+    config_path = args.pop("config", None)
+    file_settings = load_toml(config_path) if config_path else {}
+    return build_config(file_settings, args)
+
+
+def list_algorithms() -> str:
+    from .registry import all_algorithms
+    return "\n".join(f"{spec.name:10s} {spec.description}" for spec in all_algorithms())
+
+
+# --------------------------------------------------------------------------------------------
+def run_local(config) -> int:
+    """Everything that runs in one process: sequential learners and the simulator."""
+    import numpy as np
+
+    from .metrics import evaluate
+    from .problem import open_data_source, resolve_problem
+    from .registry import get_algorithm
+    from .report import build_record, format_summary
+    from .results import prepare_output_dir, write_results
+
+    t0 = time.perf_counter()
+    if config.output:
+        prepare_output_dir(config.output)
+    spec = get_algorithm(config.algorithm)
+    simulated = config.simulate or config.algorithm == "asy-os"
+    if simulated and config.algorithm not in ("os", "asy-os"):
+        raise InputError(f"--simulate runs Asy-OS; algorithm {config.algorithm!r} has no simulated form")
+    source = open_data_source(config)
+    data = source.load()
+    problem = resolve_problem(config, source, data.y)
+    if simulated:
+        spec = get_algorithm("asy-os")
+    estimator = spec.build(config, problem.loss.name, problem.budget)
+    t1 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        estimator.fit(data.X, data.y)
+    t2 = time.perf_counter()
+    notes = report_warnings(caught)
+
+    coef = estimator.coef_
+    support = estimator.support_
+    u_train = np.asarray(data.X[:, support] @ coef[support]).ravel()
+    u_test = np.asarray(data.X_test[:, support] @ coef[support]).ravel() if data.has_test else None
+    metrics = evaluate(problem.loss, coef, u_train, data.y, u_test, data.y_test, data.true_coef, support)
+    extra = {}
+    for name in ("step_size_", "lipschitz_", "n_steps_", "n_iter_"):
+        if hasattr(estimator, name):
+            extra[name.rstrip("_")] = getattr(estimator, name)
+    if simulated:
+        extra.update(n_workers=estimator.n_workers, staleness=estimator.staleness_, refused_pushes=0,
+                     pushes_per_s=None, max_staleness=estimator.max_staleness
+                     if estimator.max_staleness is not None else estimator.n_workers,
+                     staleness_policy=config.staleness_policy, schedule=config.schedule)
+    timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0, "fit_s": t2 - t1}
+    record = build_record(config, problem, "simulated" if simulated else "sequential", support,
+                          coef[support], metrics, timing, warnings=notes, **extra)
+    if not config.quiet:
+        print(format_summary(record), flush=True)
+    if config.output:
+        log = getattr(estimator, "selection_log_", None)
+        rows = [tuple(r[k] for k in ("worker", "step", "pass", "feature", "event", "weight")) for r in log] \
+            if log is not None else None
+        path = write_results(config.output, record, rows)
+        if not config.quiet:
+            print(f"  results: {path}", flush=True)
+    return EXIT_OK
+
+
+def report_warnings(caught) -> list:
+    """Print the run's ``ConvergenceWarning``s as ``asyos: warning:`` lines; return their texts."""
+    notes = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    for note in notes:
+        print(f"asyos: warning: {note}", file=sys.stderr, flush=True)
+    for w in caught:
+        if not issubclass(w.category, ConvergenceWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    return notes
+
+
+# --------------------------------------------------------------------------------------------
+def _mpi_world():
+    """``COMM_WORLD`` when launched by mpiexec with more than one rank, else ``None``."""
+    if not _env.launched_by_mpi():
+        return None
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise InputError("running under mpiexec needs mpi4py: pip install 'asyos[mpi]'") from None
+    return MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
+
+
+def main(argv=None) -> int:
+    from .distributed import supervisor
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if supervisor.should_supervise():           # before numpy and MPI are loaded
+        return supervisor.supervise()
+    atexit.register(supervisor.mark_finished)   # registered before mpi4py: runs after MPI_Finalize
+    comm = None
+    rank = 0
+    try:
+        comm = _mpi_world()
+        rank = comm.Get_rank() if comm is not None else 0
+        config = parse_config(argv)
+        if config is None:
+            if rank == 0:
+                print(list_algorithms())
+            return EXIT_OK
+        if comm is not None:
+            from .distributed.driver import run_mpi
+            return run_mpi(config, comm)
+        return run_local(config)
+    except InputError as exc:
+        if rank == 0:
+            print(f"asyos: error: {exc}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
+    except SystemExit as exc:
+        if exc.code in (None, 0) or comm is None:
+            raise
+        _abort(comm, rank, f"exited with status {exc.code}", EXIT_INTERNAL)
+        raise
+    except KeyboardInterrupt:
+        if comm is not None:
+            _abort(comm, rank, "interrupted", 130)
+        print("asyos: interrupted", file=sys.stderr)
+        return 130
+    except BaseException:  # noqa: BLE001 - anything else is a bug: report, abort the job
+        if comm is None:
+            raise
+        _abort(comm, rank, "failed:\n" + traceback.format_exc(), EXIT_INTERNAL)
+        raise
+
+
+def _abort(comm, rank, what, code):
+    from .distributed.transport import abort_job
+    abort_job(comm, code, f"asyos: rank {rank} {what}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""Shared fixtures. ``tests/mpi`` runs inside an MPI job (``--with-mpi``); the plain run starts
+that job itself from ``tests/launch/test_mpi_suite.py``."""
+import os
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pytest_ignore_collect(collection_path, config):
+    in_mpi_dir = os.path.join(REPO, "tests", "mpi") in str(collection_path)
+    if in_mpi_dir and not config.getoption("--with-mpi", default=False):
+        return True
+    return None
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+def find_mpiexec():
+    """The ``mpiexec`` next to this interpreter (the mpich wheel's), never a system one."""
+    here = os.path.dirname(sys.executable)
+    return shutil.which("mpiexec", path=here) or shutil.which("mpiexec")

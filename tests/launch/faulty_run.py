@@ -1,0 +1,45 @@
+"""``python -m asyos.run`` with one worker rank made to fail, for the launch tests.
+
+Usage: ``mpiexec -n N python faulty_run.py MODE RANK AFTER [asyos.run arguments...]``
+
+After ``AFTER`` steps, worker ``RANK`` raises (``raise``), calls ``sys.exit(3)`` (``exit``), leaves
+without MPI noticing (``os-exit0``), kills itself (``kill``) or hangs (``hang``).
+"""
+import os
+import signal
+import sys
+import time
+
+mode, target, after = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+my_rank = int(os.environ.get("PMI_RANK", "-1"))
+
+from asyos.distributed import roles  # noqa: E402
+
+original_propose = roles.Worker.propose
+calls = 0
+
+
+def failing_propose(self, u, version=0):
+    global calls
+    calls += 1
+    if my_rank == target and calls > after:
+        if mode == "raise":
+            raise RuntimeError("injected failure")
+        if mode == "exit":
+            sys.exit(3)
+        if mode == "os-exit0":
+            os._exit(0)
+        if mode == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if mode == "hang":
+            while True:
+                time.sleep(0.5)
+        raise ValueError(f"unknown mode {mode}")
+    return original_propose(self, u, version)
+
+
+roles.Worker.propose = failing_propose
+
+from asyos.run import main  # noqa: E402
+
+sys.exit(main(sys.argv[4:]))

@@ -1,0 +1,98 @@
+"""``mpiexec ... python -m asyos.run`` as a user runs it: results, bad input, failing ranks."""
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import REPO
+from tests.launch.mpirun import asyos_run, run_mpiexec
+
+SMALL = ["--n-features", "400", "--n-informative", "12", "--passes", "2"]
+FAULTY = os.path.join(REPO, "tests", "launch", "faulty_run.py")
+
+
+def test_asy_os_writes_the_parallel_fields(tmp_path):
+    rc, out, err, _ = asyos_run(3, *SMALL, "--output", str(tmp_path), "--trace-every", "50")
+    assert rc == 0, err
+    assert "asy-os (mpi)" in out and "2 workers" in out
+    record = json.loads((tmp_path / "results.json").read_text())
+    assert record["mode"] == "mpi" and record["n_workers"] == 2
+    assert len(record["selected"]) == 12 and record["metrics"]["recall"] > 0.5
+    for key in ("mean", "max", "p95", "histogram"):
+        assert key in record["staleness"]
+    assert sum(record["staleness"]["histogram"]) == record["pushes"] > 0
+    assert record["pushes_per_s"] > 0 and record["refused_pushes"] == 0
+    assert record["max_staleness"] is None
+    assert len(record["trace"]["objective"]) >= 2
+    assert {w["rank"] for w in record["workers"]} == {1, 2}
+    rows = (tmp_path / "selection_log.csv").read_text().splitlines()
+    assert {line.split(",")[0] for line in rows[1:]} == {"0", "1"}
+
+
+def test_staleness_bound_is_enforced_by_refusing_pushes(tmp_path):
+    rc, out, err, _ = asyos_run(4, *SMALL, "--max-staleness", "0", "--output", str(tmp_path))
+    assert rc == 0, err
+    record = json.loads((tmp_path / "results.json").read_text())
+    assert record["staleness"]["max"] == 0 and record["max_staleness"] == 0
+    assert record["refused_pushes"] > 0
+    assert sum(w["refused"] for w in record["workers"]) == record["refused_pushes"]
+
+
+def test_the_mission_command_runs_the_default_with_12_workers():
+    rc, out, err, seconds = asyos_run(13, timeout=180)
+    assert rc == 0, err
+    assert "12 workers" in out and "n=1316, p=2000, s=100" in out
+
+
+def test_local_launcher_script(tmp_path):
+    rc, out, err, _ = run_mpiexec(1, ["bash", os.path.join(REPO, "launch", "local.sh"), "3", *SMALL],
+                                  env_extra={"PYTHON": sys.executable})
+    assert rc == 0, err
+    assert "2 workers" in out
+
+
+@pytest.mark.parametrize("mode, code, message", [
+    ("raise", 3, "worker rank 2 failed: RuntimeError: injected failure"),
+    ("exit", 3, "worker rank 2 failed: SystemExit: 3"),
+    ("kill", None, "rank 2 (pid"),
+    ("os-exit0", None, "rank 2 (pid"),
+    ("hang", 17, "worker rank(s) [2] sent nothing for more than 5 s"),
+])
+def test_a_failing_worker_ends_the_job_with_its_rank_named(mode, code, message):
+    rc, out, err, seconds = run_mpiexec(4, [sys.executable, FAULTY, mode, "2", "40", "--passes", "50"], timeout=60)
+    assert rc != 0
+    if code is not None:
+        assert rc == code
+    assert message in err, err
+    assert seconds < 10 + 5          # 10 s from the failure, plus start-up on a loaded machine
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--budget", "0"], "--budget must be at least 1"),
+    (["--n-features", "2", "--n-informative", "2"], "3 workers but only 2 features"),
+    (["--budget", "2", "--n-features", "50", "--n-informative", "2"],
+     "budget 2 is smaller than the number of workers (3)"),
+    (["--algorithm", "lasso"], "does not run under mpiexec"),
+    (["--simulate"], "--simulate runs in one process"),
+    (["--synthetic", "classification", "--n-features", "1000", "--step-size", "9"], "is too large for these data"),
+])
+def test_bad_input_under_mpi_exits_2_with_one_line(args, message):
+    rc, out, err, _ = asyos_run(4, *args, timeout=60)
+    assert rc == 2, (out, err)
+    lines = [line for line in err.strip().splitlines() if not line.startswith("Abort(2)")]  # MPICH's own note
+    assert len(lines) == 1 and message in lines[0] and lines[0].startswith("asyos: error:"), err
+    assert "Traceback" not in err
+
+
+def test_an_error_in_one_shard_is_agreed_on_by_every_rank(tmp_path):
+    """Only the last worker's columns hold the NaN; every rank still exits 2 with one line."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 30))
+    X[5, 29] = np.nan
+    np.savez(tmp_path / "d.npz", X=X, y=rng.standard_normal(40))
+    rc, out, err, _ = asyos_run(4, "--data", str(tmp_path / "d.npz"), "--budget", "6", timeout=60)
+    assert rc == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "NaN" in lines[0], err

@@ -1,0 +1,129 @@
+"""``python -m asyos.run`` in one process: the default, the results file, and bad input."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+SMALL = ["--n-features", "300", "--n-informative", "10", "--passes", "2"]
+
+
+def run(*args, timeout=120, cwd=None):
+    env = dict(os.environ)
+    env.pop("PMI_SIZE", None)
+    proc = subprocess.run([sys.executable, "-m", "asyos.run", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=cwd)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_default_run_prints_a_summary():
+    rc, out, err = run()
+    assert rc == 0, err
+    assert "os (sequential)" in out and "n=1316, p=2000, s=100" in out
+    recall = float(out.split("recall ")[1].split(";")[0])
+    assert recall >= 0.95
+
+
+def test_output_file_has_the_documented_fields(tmp_path):
+    rc, out, err = run(*SMALL, "--output", str(tmp_path), "--quiet")
+    assert rc == 0, err
+    assert out == ""
+    record = json.loads((tmp_path / "results.json").read_text())
+    for key in ("algorithm", "config", "selected", "coef", "metrics", "timing", "environment"):
+        assert key in record
+    assert record["algorithm"] == "os" and len(record["selected"]) == len(record["coef"]) == 10
+    for key in ("recall", "objective", "train_error", "test_error", "recovery_error"):
+        assert np.isfinite(record["metrics"][key])
+    assert record["timing"]["wall_s"] > 0
+    assert record["config"]["passes"] == 2
+    log = (tmp_path / "selection_log.csv").read_text().splitlines()
+    assert log[0] == "worker,step,pass,feature,event,weight" and len(log) > 10
+
+
+def test_simulator_run_records_staleness(tmp_path):
+    rc, out, err = run(*SMALL, "--simulate", "--workers", "4", "--max-staleness", "6", "--schedule", "random",
+                       "--output", str(tmp_path))
+    assert rc == 0, err
+    record = json.loads((tmp_path / "results.json").read_text())
+    assert record["algorithm"] == "asy-os" and record["mode"] == "simulated"
+    assert record["n_workers"] == 4 and record["max_staleness"] == 6
+    assert record["staleness"]["max"] <= 6 and sum(record["staleness"]["histogram"]) > 0
+    assert record["refused_pushes"] == 0 and "pushes_per_s" in record
+
+
+@pytest.mark.parametrize("algorithm", ["proj-gd", "lasso"])
+def test_baselines_from_the_cli(algorithm):
+    rc, out, err = run(*SMALL, "--algorithm", algorithm, "--synthetic", "classification")
+    assert rc == 0, err
+    assert f"{algorithm} (sequential)" in out and "test error rate" in out
+
+
+def test_config_file(tmp_path):
+    (tmp_path / "c.toml").write_text('[run]\nn_features = 200\nn_informative = 5\npasses = 1\n')
+    rc, out, err = run("--config", str(tmp_path / "c.toml"), "--seed", "3")
+    assert rc == 0, err
+    assert "p=200, s=5" in out and "seed=3" in out
+
+
+def test_list_algorithms():
+    rc, out, _ = run("--list-algorithms")
+    assert rc == 0 and {"os", "asy-os", "proj-gd", "lasso"} <= {line.split()[0] for line in out.splitlines()}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("data")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 8))
+    np.savez(d / "ok.npz", X=X, y=rng.standard_normal(30))
+    Xn = X.copy()
+    Xn[3, 4] = np.nan
+    np.savez(d / "nan.npz", X=Xn, y=np.ones(30))
+    np.savez(d / "flat.npz", X=X[0], y=np.ones(8))
+    np.savez(d / "labels.npz", X=X, y=rng.integers(0, 3, 30))
+    (d / "locked.svm").write_text("1 1:1\n")
+    os.chmod(d / "locked.svm", 0)
+    return d
+
+
+BAD = [
+    (["--data", "{d}/missing.npz", "--budget", "3"], "does not exist"),
+    (["--data", "{d}/nan.npz", "--budget", "3"], "1 NaN or infinite"),
+    (["--data", "{d}/flat.npz", "--budget", "3"], "must be 2-D"),
+    (["--data", "{d}/ok.npz"], "--budget is required"),
+    (["--data", "{d}/ok.npz", "--budget", "9"], "budget 9 is larger than the number of features (8)"),
+    (["--budget", "0"], "--budget must be at least 1"),
+    (["--data", "{d}/labels.npz", "--budget", "2", "--loss", "squared_hinge"], "must be -1 or +1"),
+    (["--data", "{d}/ok.npz", "--budget", "3", "--simulate", "--workers", "9"], "9 workers but only 8 features"),
+    (["--data", "{d}/ok.npz", "--budget", "3", "--simulate", "--workers", "4"], "budget 3 is smaller"),
+    (["--loss", "hinge"], "unknown loss 'hinge'"),
+    (["--algorithm", "grafting"], "unknown algorithm 'grafting'"),
+    (["--budgett", "3"], "unrecognized arguments"),
+    (["--passes", "two"], "invalid int value"),
+    (["--config", "{d}/missing.toml"], "config file"),
+    (["--n-informative", "50", "--n-features", "20"], "larger than --n-features"),
+    (["--output", "/proc/asyos-out"], "cannot create output directory"),
+    (["--synthetic", "classification", "--n-features", "300", "--step-size", "50"], "step size 50 is too large"),
+]
+if os.geteuid() != 0:           # root reads files whatever their mode
+    BAD.append((["--data", "{d}/locked.svm", "--budget", "1"], "not readable"))
+
+
+@pytest.mark.parametrize("args, message", BAD, ids=[b[1][:30] for b in BAD])
+def test_bad_input_exits_2_with_one_line(files, args, message):
+    rc, out, err = run(*[a.format(d=files) for a in args])
+    assert rc == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("asyos: error:"), err
+    assert message in lines[0]
+    assert "Traceback" not in err + out
+
+
+def test_a_suspect_result_is_reported_as_a_warning(tmp_path):
+    rc, out, err = run("--synthetic", "classification", "--n-features", "1000", "--step-size", "4.5", "--simulate",
+                       "--workers", "8", "--output", str(tmp_path))
+    assert rc == 0
+    assert err.startswith("asyos: warning: the final objective") and "worse than the empty model" in err
+    assert len(json.loads((tmp_path / "results.json").read_text())["warnings"]) == 1

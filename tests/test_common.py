@@ -1,0 +1,86 @@
+"""The same checks for every registered algorithm (``asyos.registry``)."""
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from asyos import make_classification, make_regression
+from asyos.config import RunConfig
+from asyos.errors import InputError
+from asyos.registry import all_algorithms
+
+SPECS = all_algorithms()
+
+
+def build(spec, loss, budget=6, seed=0):
+    estimator = spec.build(RunConfig(algorithm=spec.name, seed=seed, passes=2), loss, budget)
+    return estimator.set_params(**spec.test_params)
+
+
+@pytest.fixture(scope="module")
+def regression():
+    return make_regression(n_features=120, n_informative=6, n_samples=80, seed=3)
+
+
+@pytest.fixture(scope="module")
+def classification():
+    return make_classification(n_features=120, n_informative=6, n_samples=100, seed=3)
+
+
+def test_registry_names():
+    assert {s.name for s in SPECS} >= {"os", "asy-os", "proj-gd", "lasso"}
+    assert all(s.name == s.name.lower() and " " not in s.name for s in SPECS)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_fit_respects_the_budget_and_the_face(spec, task, regression, classification):
+    d, loss = (regression, "squared") if task == "regression" else (classification, "squared_hinge")
+    X, y = d.X.copy(), d.y.copy()
+    model = build(spec, loss).fit(d.X, d.y)
+    np.testing.assert_array_equal(X, d.X)                        # inputs untouched
+    np.testing.assert_array_equal(y, d.y)
+    assert 1 <= model.support_.size <= 6
+    assert np.count_nonzero(model.coef_) <= 6
+    assert model.get_support().sum() == model.support_.size
+    assert model.transform(d.X_test).shape == (d.X_test.shape[0], model.support_.size)
+    assert model.predict(d.X_test).shape == (d.X_test.shape[0],)
+    if task == "classification":
+        assert set(np.unique(model.predict(d.X_test))) <= {-1.0, 1.0}
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_same_seed_same_result(spec, regression):
+    a = build(spec, "squared").fit(regression.X, regression.y)
+    b = build(spec, "squared").fit(regression.X, regression.y)
+    assert np.array_equal(a.coef_, b.coef_)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_dense_and_sparse_input_agree(spec, classification):
+    X = classification.X * (np.abs(classification.X) > 0.5)
+    dense = build(spec, "squared_hinge").fit(X, classification.y)
+    sparse = build(spec, "squared_hinge").fit(sp.csr_matrix(X), classification.y)
+    np.testing.assert_array_equal(dense.support_, sparse.support_)
+    np.testing.assert_allclose(dense.coef_, sparse.coef_, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_fitted_model_pickles(spec, regression):
+    model = build(spec, "squared").fit(regression.X, regression.y)
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(clone.predict(regression.X_test), model.predict(regression.X_test))
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_bad_input_is_named(spec, regression):
+    with pytest.raises(InputError, match="must be -1 or \\+1"):
+        build(spec, "squared_hinge").fit(regression.X, regression.y)
+    with pytest.raises(InputError, match="larger than the number of features"):
+        build(spec, "squared", budget=500).fit(regression.X, regression.y)
+    model = build(spec, "squared").fit(regression.X, regression.y)
+    with pytest.raises(InputError, match="features"):
+        model.predict(regression.X[:, :10])
+    with pytest.raises(InputError, match="not fitted"):
+        build(spec, "squared").predict(regression.X)

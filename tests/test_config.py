@@ -1,0 +1,67 @@
+import os
+
+import pytest
+
+from asyos.config import RunConfig, build_config, load_toml
+from asyos.errors import InputError
+from asyos.problem import open_data_source, resolve_problem
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIGS = os.path.join(REPO, "cluster_configs")
+
+
+def resolved(config):
+    source = open_data_source(config)
+    problem = resolve_problem(config, source, source.labels("train"))
+    return source, problem
+
+
+def test_default_toml_is_the_embedded_default():
+    from_file = build_config(load_toml(os.path.join(CONFIGS, "default.toml")), {})
+    embedded = RunConfig()
+    (sf, pf), (se, pe) = resolved(from_file), resolved(embedded)
+    assert (sf.name, sf.n_test_samples) == (se.name, se.n_test_samples)   # effective n, p, s, noise, seed
+    assert (pf.budget, pf.loss.name, pf.n_samples) == (pe.budget, pe.loss.name, pe.n_samples) == (100, "squared", 1316)
+    for name in ("algorithm", "passes", "step_divisor", "decrease_check", "decrease_constant", "refit", "seed",
+                 "sharding", "watchdog_timeout"):
+        assert getattr(from_file, name) == getattr(embedded, name), name
+
+
+@pytest.mark.parametrize("name", sorted(f for f in os.listdir(CONFIGS) if f.endswith(".toml")))
+def test_every_shipped_config_loads_and_resolves(name):
+    config = build_config(load_toml(os.path.join(CONFIGS, name)), {})
+    source, problem = resolved(config)
+    assert problem.budget <= source.n_features
+
+
+def test_flags_override_the_file(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('budget = 7\nn-features = 50\nn_informative = 7\npasses = 2\n')
+    config = build_config(load_toml(str(path)), {"passes": 4})
+    assert (config.budget, config.n_features, config.passes) == (7, 50, 4)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("budget = 2.5\n", "budget must be int"), ("bugdet = 3\n", "unknown setting 'bugdet'"),
+    ("budget = \n", "not valid TOML"), ("[other]\nx = 1\n", "unexpected table"),
+    ("loss = 'hinge'\n", "unknown loss"), ("passes = 0\n", "passes must be at least 1"),
+    ("algorithm = 'grafting'\n", "unknown algorithm 'grafting'"),
+    ("n_informative = 30\nn_features = 20\n", "larger than --n-features")])
+def test_bad_config_files_are_named(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message):
+        build_config(load_toml(str(path)), {})
+
+
+def test_missing_config_file():
+    with pytest.raises(InputError, match="does not exist"):
+        load_toml("/nonexistent/x.toml")
+
+
+def test_data_flags_that_do_not_fit():
+    with pytest.raises(InputError, match="--n-informative describes a synthetic problem"):
+        open_data_source(RunConfig(data=REPO, n_informative=3))
+    with pytest.raises(InputError, match="--budget is required with --data"):
+        import numpy as np
+        resolve_problem(RunConfig(data="x"), type("S", (), {"n_features": 5, "name": "x"})(), np.zeros(3))

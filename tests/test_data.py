@@ -1,0 +1,193 @@
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from asyos.data.io import load_dataset, open_source
+from asyos.data.shard import FeatureShard
+from asyos.data.sharding import shard_columns, split_budget
+from asyos.data.synthetic import SyntheticSource, default_n_samples, make_classification, make_regression
+from asyos.errors import InputError
+
+
+# ------------------------------------------------------------------------------ synthetic
+def test_kdd_sizes_and_support():
+    d = make_regression(n_features=2000, n_informative=100, seed=3)
+    assert d.n_samples == default_n_samples(100, 2000) == 1316            # ceil(1.2 * 100 * log2 2000)
+    assert d.X.shape == (1316, 2000) and d.X_test.shape == (1316, 2000)
+    assert d.true_support.size == 100
+    resid = d.y - d.X @ d.true_coef
+    assert 0.08 < resid.std() < 0.12                                        # noise 0.1
+    assert abs(d.X.mean()) < 0.01 and abs(d.X.std() - 1) < 0.01
+
+
+def test_classification_labels_are_signs_of_the_truth():
+    d = make_classification(n_features=300, n_informative=20, seed=1)
+    np.testing.assert_array_equal(d.y, np.where(d.X @ d.true_coef >= 0, 1.0, -1.0))
+    assert set(np.unique(d.y_test)) == {-1.0, 1.0}
+
+
+def test_same_seed_same_data_other_seed_other_data():
+    a, b, c = (make_regression(n_features=200, n_informative=10, seed=s) for s in (5, 5, 6))
+    np.testing.assert_array_equal(a.X, b.X)
+    np.testing.assert_array_equal(a.y, b.y)
+    assert not np.array_equal(a.X, c.X)
+
+
+def test_any_subset_of_columns_is_the_same_data():
+    src = SyntheticSource("regression", n_features=103, n_informative=7, seed=2)
+    full = src.load()
+    cols = np.array([100, 3, 17, 18, 50])
+    part = src.load(cols)
+    np.testing.assert_array_equal(part.X, full.X[:, cols])
+    np.testing.assert_array_equal(part.X_test, full.X_test[:, cols])
+    np.testing.assert_array_equal(part.y, full.y)
+    np.testing.assert_array_equal(src.labels("train"), full.y)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(n_informative=0), "n-informative"), (dict(n_informative=11, n_features=10), "n-informative"),
+    (dict(noise=-1.0), "noise"), (dict(task="ranking"), "regression or classification")])
+def test_synthetic_rejects_bad_settings(kwargs, message):
+    base = dict(task="regression", n_features=10, n_informative=3)
+    with pytest.raises(InputError, match=message):
+        SyntheticSource(**{**base, **kwargs})
+
+
+# ------------------------------------------------------------------------------- sharding
+@pytest.mark.parametrize("scheme", ["contiguous", "strided", "hashed"])
+@pytest.mark.parametrize("p, q", [(10, 3), (2000, 12), (7, 7), (1, 1)])
+def test_shards_partition_the_features(scheme, p, q):
+    parts = [shard_columns(p, q, w, scheme) for w in range(q)]
+    np.testing.assert_array_equal(np.sort(np.concatenate(parts)), np.arange(p))
+    if scheme != "hashed":
+        assert max(map(len, parts)) - min(map(len, parts)) <= 1
+
+
+def test_split_budget_is_even():
+    assert split_budget(100, 12) == [9, 9, 9, 9, 8, 8, 8, 8, 8, 8, 8, 8]
+    assert sum(split_budget(64, 12)) == 64
+    assert split_budget(5, 5) == [1] * 5
+
+
+# ------------------------------------------------------------------------------- shard
+def test_sparse_shard_columns_equal_dense(rng):
+    X = rng.standard_normal((20, 9)) * (rng.random((20, 9)) < 0.3)
+    dense, sparse = FeatureShard(X), FeatureShard(sp.csr_matrix(X))
+    for j in [0, 4, 8, 4, 2]:
+        np.testing.assert_array_equal(sparse.column(j), dense.column(j))
+        np.testing.assert_array_equal(dense.column(j), X[:, j])
+    np.testing.assert_allclose(sparse.squared_norms(), (X ** 2).sum(0))
+    np.testing.assert_array_equal(sparse.rows([1, 3]), X[:, [1, 3]].T)
+
+
+# --------------------------------------------------------------------------------- files
+@pytest.fixture
+def dense_npz(tmp_path, rng):
+    X, Xt = rng.integers(0, 999, (30, 12)).astype(np.int16), rng.standard_normal((10, 12)).astype(np.float32)
+    y, yt = np.where(rng.random(30) < 0.5, -1, 1).astype(np.int8), np.ones(10, dtype=np.int8)
+    path = tmp_path / "d.npz"
+    np.savez_compressed(path, X_train=X, y_train=y, X_test=Xt, y_test=yt)
+    return path, X, y, Xt, yt
+
+
+def test_dense_npz_full_and_by_columns(dense_npz, monkeypatch):
+    path, X, y, Xt, yt = dense_npz
+    import asyos.data.io as io
+    monkeypatch.setattr(io, "_CHUNK_BYTES", 50)          # force many row chunks
+    d = load_dataset(path)
+    np.testing.assert_array_equal(d.X, X.astype(float))
+    np.testing.assert_array_equal(d.y, y)
+    np.testing.assert_array_equal(d.X_test, Xt.astype(float))
+    part = load_dataset(path, columns=[11, 0, 5])
+    np.testing.assert_array_equal(part.X, X[:, [11, 0, 5]].astype(float))
+    np.testing.assert_array_equal(part.X_test, Xt[:, [11, 0, 5]].astype(float))
+    src = open_source(str(path))
+    assert (src.n_train, src.n_features) == (30, 12)
+
+
+def test_dense_npz_with_X_y_only(tmp_path, rng):
+    X = rng.standard_normal((8, 3))
+    np.savez(tmp_path / "a.npz", X=X, y=np.arange(8.0))
+    d = load_dataset(tmp_path)                           # a directory holding one dense .npz
+    np.testing.assert_array_equal(d.X, X)
+    assert not d.has_test
+
+
+def test_sparse_directory(tmp_path, rng):
+    X = sp.random(25, 40, density=0.1, format="csr", random_state=1, dtype=np.float32)
+    Xt = sp.random(5, 40, density=0.1, format="csr", random_state=2, dtype=np.float32)
+    sp.save_npz(tmp_path / "X_train.npz", X)
+    sp.save_npz(tmp_path / "X_test.npz", Xt)
+    np.save(tmp_path / "y_train.npy", np.ones(25, dtype=np.int8))
+    np.save(tmp_path / "y_test.npy", -np.ones(5, dtype=np.int8))
+    d = load_dataset(tmp_path, columns=[39, 2])
+    assert sp.issparse(d.X)
+    np.testing.assert_array_equal(d.X.toarray(), X[:, [39, 2]].toarray())
+    np.testing.assert_array_equal(d.y_test, -np.ones(5))
+    assert open_source(str(tmp_path)).n_features == 40
+
+
+@pytest.mark.parametrize("base", [0, 1])
+def test_libsvm_index_base_detected(tmp_path, base):
+    text = (f"+1 {base + 0}:1.5 {base + 3}:2 # comment\n"
+            f"-1 qid:3 {base + 1}:-1\n\n"
+            f"+1 {base + 4}:0.25\n")
+    path = tmp_path / "a.svm"
+    path.write_text(text)
+    d = load_dataset(path, index_base="auto" if base == 0 else "auto")
+    expected = np.array([[1.5, 0, 0, 2, 0], [0, -1, 0, 0, 0], [0, 0, 0, 0, 0.25]])
+    if base == 1:   # no 0 index seen: 1-based, so column 0 of the file is feature index 1
+        assert d.n_features == 5
+    np.testing.assert_array_equal(d.X.toarray(), expected)
+    np.testing.assert_array_equal(d.y, [1, -1, 1])
+    part = load_dataset(path, columns=[3, 1])
+    np.testing.assert_array_equal(part.X.toarray(), expected[:, [3, 1]])
+
+
+def test_libsvm_declared_base_and_test_file(tmp_path):
+    (tmp_path / "tr.svm").write_text("1 1:1 2:2\n-1 3:3\n")
+    (tmp_path / "te.svm").write_text("1 4:4\n")
+    d = load_dataset(tmp_path / "tr.svm", test_path=str(tmp_path / "te.svm"), index_base=0)
+    assert d.n_features == 5 and d.X_test.shape == (1, 5)
+    d1 = load_dataset(tmp_path / "tr.svm", test_path=str(tmp_path / "te.svm"), index_base=1)
+    assert d1.n_features == 4 and d1.X_test.toarray().tolist() == [[0, 0, 0, 4]]
+    with pytest.raises(InputError, match="index 0 found"):
+        (tmp_path / "z.svm").write_text("1 0:1\n")
+        load_dataset(tmp_path / "z.svm", index_base=1)
+
+
+@pytest.mark.parametrize("content, message", [
+    ("1 2:x\n", "line 1: cannot read '2:x'"), ("abc 1:2\n", "label 'abc'"), ("1 -2:1\n", "negative"),
+    ("\n# nothing\n", "no samples")])
+def test_libsvm_errors_name_the_line(tmp_path, content, message):
+    path = tmp_path / "bad.svm"
+    path.write_text(content)
+    with pytest.raises(InputError, match=message):
+        load_dataset(path)
+
+
+def test_file_errors(tmp_path, rng):
+    with pytest.raises(InputError, match="does not exist"):
+        load_dataset(tmp_path / "missing.npz")
+    X = rng.standard_normal((4, 3))
+    X[1, 2] = np.nan
+    np.savez(tmp_path / "nan.npz", X=X, y=np.zeros(4))
+    with pytest.raises(InputError, match="1 NaN or infinite"):
+        load_dataset(tmp_path / "nan.npz")
+    np.savez(tmp_path / "short.npz", X=rng.standard_normal((4, 3)), y=np.zeros(3))
+    with pytest.raises(InputError, match="3 labels but X has 4 rows"):
+        load_dataset(tmp_path / "short.npz")
+    np.savez(tmp_path / "keys.npz", A=np.zeros(2))
+    with pytest.raises(InputError, match="expected X_train"):
+        load_dataset(tmp_path / "keys.npz")
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    with pytest.raises(InputError, match="cannot read"):
+        load_dataset(tmp_path / "junk.npz")
+    (tmp_path / "bin.svm").write_bytes(b"\xff\xfe\x00\x01")
+    with pytest.raises(InputError):
+        load_dataset(tmp_path / "bin.svm")
+    os.mkdir(tmp_path / "empty")
+    with pytest.raises(InputError, match="no data set found"):
+        load_dataset(tmp_path / "empty")

@@ -1,0 +1,226 @@
+"""Online Substitution against a literal reference of KDD'16 Alg. 1 and other oracles."""
+import itertools
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from asyos import OnlineSubstitution, make_classification, make_regression
+from asyos.data.shard import FeatureShard
+from asyos.distributed.roles import Central
+from asyos.errors import InputError
+from asyos.learners.online_substitution import SubstitutionOptions, make_worker, run_loopback
+from asyos.losses import get_loss
+from asyos.metrics import recall
+
+
+def reference_os(X, y, loss, s, eta, passes, L_F, m=1.0, c=1.0, check=True):
+    """KDD'16 Alg. 1 line by line: full-length w, u recomputed from scratch at every arrival.
+
+    ``S`` is a list; a substitution puts the new feature in the place of the one it replaces, and
+    ties in |w| reject the new feature (the same conventions as the engine).
+    """
+    n, p = X.shape
+    w = np.zeros(p)
+    S = []
+
+    def f(v):
+        return loss.value(y, X @ v)
+
+    for _ in range(passes):
+        for j in range(p):
+            if j in S:
+                continue                                    # the pool is the complement of S
+            u = X[:, S] @ w[S] if S else np.zeros(n)        # line 4
+            w_prev = w.copy()                               # line 5
+            g = loss.dloss(y, u)
+            if S:
+                w[S] = w[S] - (eta / m) * (X[:, S].T @ g)   # line 6
+            w[j] = -eta * (X[:, j] @ g)                     # line 7
+            S_new = S + [j]                                 # line 8
+            if len(S_new) > s:                              # line 9
+                k_old = S[int(np.argmin(np.abs(w[S])))]
+                k_star = j if abs(w[j]) <= abs(w[k_old]) else k_old      # line 11
+                w_next = w.copy()
+                w_next[k_star] = 0.0                        # line 10
+                diff = w_next - w_prev
+                if f(w_next) - f(w_prev) <= c * (L_F / 2 - 1 / (2 * eta)) * (diff @ diff) or not check:
+                    w = w_next                              # line 14
+                    S = [j if k == k_star else k for k in S] if k_star != j else S
+                else:
+                    w[j] = 0.0                              # line 16
+            else:
+                S = S_new
+    return w, sorted(S)
+
+
+PROBLEMS = {
+    "squared": lambda seed: make_regression(n_features=80, n_informative=6, n_samples=60, seed=seed),
+    "squared_hinge": lambda seed: make_classification(n_features=80, n_informative=6, n_samples=70, seed=seed),
+    "logistic": lambda seed: make_classification(n_features=80, n_informative=6, n_samples=70, seed=seed),
+}
+
+
+@pytest.mark.parametrize("loss_name", sorted(PROBLEMS))
+@pytest.mark.parametrize("settings", [dict(), dict(step_divisor=3.0, decrease_constant=0.5),
+                                      dict(decrease_check=False)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_matches_literal_algorithm_1(loss_name, settings, seed):
+    d = PROBLEMS[loss_name](seed)
+    model = OnlineSubstitution(budget=6, loss=loss_name, passes=3, refit=False, random_state=seed, **settings)
+    model.fit(d.X, d.y)
+    w_ref, S_ref = reference_os(d.X, d.y, get_loss(loss_name), 6, model.step_size_, 3, model.lipschitz_,
+                                m=settings.get("step_divisor", 1.0), c=settings.get("decrease_constant", 1.0),
+                                check=settings.get("decrease_check", True))
+    assert model.support_.tolist() == S_ref
+    np.testing.assert_allclose(model.raw_coef_, w_ref, rtol=1e-9, atol=1e-12)
+
+
+def test_the_decrease_check_rejects_when_L_F_is_underestimated():
+    """With m = 1, c <= 1 and a true bound L_F, line 12 always holds (the appendix's projection
+    argument); it guards against an L_F that is too small. Here L_F is a quarter of the truth."""
+    d = make_regression(n_features=60, n_informative=5, n_samples=50, seed=3)
+    loss = get_loss("squared")
+    low = 0.6
+    substitutions = {}
+    for check in (True, False):
+        worker = make_worker(FeatureShard(d.X), d.y, loss, 5, low, SubstitutionOptions(passes=2, decrease_check=check))
+        central = Central(d.n_samples)
+        run_loopback(worker, central)
+        support, weights = worker.selection()
+        w_ref, S_ref = reference_os(d.X, d.y, loss, 5, 0.5 / low, 2, low, check=check)
+        assert support.tolist() == S_ref
+        np.testing.assert_allclose(weights, w_ref[support], rtol=1e-8)
+        substitutions[check] = sum(row[4] == "leave" for row in worker.log.rows)
+    assert substitutions[True] < substitutions[False]
+
+
+def test_finds_the_best_subset_found_by_brute_force():
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((40, 9))
+    y = X[:, 2] * 2.0 - X[:, 7] * 1.5 + 0.05 * rng.standard_normal(40)
+    best = min(itertools.combinations(range(9), 2),
+               key=lambda S: np.linalg.lstsq(X[:, S], y, rcond=None)[1][0])
+    model = OnlineSubstitution(budget=2, passes=3).fit(X, y)
+    assert tuple(model.support_) == best
+    np.testing.assert_allclose(model.coef_[list(best)], np.linalg.lstsq(X[:, best], y, rcond=None)[0])
+
+
+def test_objective_never_increases_with_a_global_lipschitz_step():
+    """Theorem 1: with eta < 1/L_F every committed step decreases f (L_F bounded by lambda_max)."""
+    d = make_regression(n_features=120, n_informative=8, n_samples=90, seed=2)
+    loss = get_loss("squared")
+    L = np.linalg.eigvalsh(d.X.T @ d.X / d.n_samples)[-1]
+    shard = FeatureShard(d.X)
+    worker = make_worker(shard, d.y, loss, 8, L, SubstitutionOptions(passes=2, step_size=0.5 / L))
+    values = []
+    central = Central(d.n_samples, monitor=lambda version, u: values.append(loss.value(d.y, u)))
+    run_loopback(worker, central)
+    assert len(values) > 200
+    assert np.all(np.diff(values) <= 1e-12 * values[0])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_close_to_proj_gd_in_the_kdd_regression_setting(seed):
+    """KDD'16 Sec. 5.1: in regression OS performs almost like the batch L0 method Proj-GD."""
+    from asyos import ProjectedGradient
+    d = make_regression(n_features=2000, n_informative=100, seed=seed)       # n = 1316
+    os_recall = recall(OnlineSubstitution(budget=100, passes=3).fit(d.X, d.y).support_, d.true_support)
+    pgd_recall = recall(ProjectedGradient(budget=100).fit(d.X, d.y).support_, d.true_support)
+    assert os_recall >= 0.95
+    assert os_recall >= pgd_recall - 0.05
+
+
+def test_refit_is_least_squares_on_the_support():
+    d = make_regression(n_features=200, n_informative=10, n_samples=80, seed=1)
+    model = OnlineSubstitution(budget=10).fit(d.X, d.y)
+    S = model.support_
+    np.testing.assert_allclose(model.coef_[S], np.linalg.lstsq(d.X[:, S], d.y, rcond=None)[0], rtol=1e-10)
+    assert np.count_nonzero(model.coef_) <= 10
+
+
+def test_selection_log_replays_to_the_support():
+    d = make_regression(n_features=300, n_informative=10, n_samples=80, seed=5)
+    model = OnlineSubstitution(budget=10, passes=3).fit(d.X, d.y)
+    held = set()
+    for row in model.selection_log_:
+        if row["event"] == "enter":
+            held.add(row["feature"])
+        else:
+            held.remove(row["feature"])
+        assert len(held) <= 10
+    assert sorted(held) == model.support_.tolist()
+    assert {r["pass"] for r in model.selection_log_} <= {0, 1, 2}
+
+
+def test_sparse_input_gives_the_same_model():
+    d = make_classification(n_features=150, n_informative=8, n_samples=120, seed=7)
+    X = d.X * (np.abs(d.X) > 0.8)
+    dense = OnlineSubstitution(budget=8, loss="squared_hinge").fit(X, d.y)
+    sparse = OnlineSubstitution(budget=8, loss="squared_hinge").fit(sp.csr_matrix(X), d.y)
+    np.testing.assert_array_equal(dense.support_, sparse.support_)
+    np.testing.assert_allclose(dense.raw_coef_, sparse.raw_coef_, rtol=1e-10, atol=1e-14)
+
+
+def test_worker_state_pickles_mid_run_and_continues_identically():
+    d = make_regression(n_features=100, n_informative=5, n_samples=60, seed=9)
+    loss = get_loss("squared")
+    opts = SubstitutionOptions(passes=2, step_size=0.2)
+
+    def fresh():
+        return make_worker(FeatureShard(d.X), d.y, loss, 5, 2.5, opts), Central(d.n_samples)
+
+    worker, central = fresh()
+    for _ in range(70):
+        push = worker.propose(central.u, central.version)
+        central.apply(push.delta, push.version_read)
+        worker.commit()
+    worker2, central2 = pickle.loads(pickle.dumps((worker, central)))
+    run_loopback(worker, central)
+    run_loopback(worker2, central2)
+    np.testing.assert_array_equal(central.u, central2.u)
+    np.testing.assert_array_equal(worker.selection()[1], worker2.selection()[1])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(budget=0), "budget must be at least 1"), (dict(budget=101), "larger than the number of features"),
+    (dict(budget=2.5), "must be an integer"), (dict(passes=0), "passes"), (dict(loss="hinge"), "unknown loss"),
+    (dict(step_divisor=0.5), "step_divisor"), (dict(decrease_constant=2.0), "decrease_constant"),
+    (dict(step_size=-1.0), "step_size")])
+def test_bad_parameters_are_named(kwargs, message):
+    d = make_regression(n_features=100, n_informative=5, n_samples=30, seed=0)
+    with pytest.raises(InputError, match=message):
+        OnlineSubstitution(**{"budget": 5, **kwargs}).fit(d.X, d.y)
+
+
+def test_bad_data_is_named():
+    d = make_regression(n_features=20, n_informative=3, n_samples=30, seed=0)
+    with pytest.raises(InputError, match="must be -1 or \\+1"):
+        OnlineSubstitution(budget=3, loss="squared_hinge").fit(d.X, d.y)
+    X = d.X.copy()
+    X[0, 0] = np.inf
+    with pytest.raises(InputError, match="NaN or infinite"):
+        OnlineSubstitution(budget=3).fit(X, d.y)
+    with pytest.raises(InputError, match="29 labels but X has 30 rows"):
+        OnlineSubstitution(budget=3).fit(d.X, d.y[:-1])
+    with pytest.raises(InputError, match="2-D"):
+        OnlineSubstitution(budget=3).fit(d.X[0], d.y)
+    model = OnlineSubstitution(budget=3).fit(d.X, d.y)
+    with pytest.raises(InputError, match="X has 19 features, but OnlineSubstitution was fitted with 20"):
+        model.predict(d.X[:, :19])
+
+
+def test_a_diverging_step_is_an_error_not_a_silent_nan():
+    from asyos.errors import DivergenceError
+    d = make_classification(n_features=300, n_informative=20, n_samples=200, seed=0)
+    with pytest.raises(DivergenceError, match="step size 50 is too large.*pass a smaller --step-size"):
+        OnlineSubstitution(budget=20, loss="squared_hinge", step_size=50.0).fit(d.X, d.y)
+
+
+def test_a_result_worse_than_the_empty_model_warns():
+    from asyos import AsyncOnlineSubstitution
+    from asyos.errors import ConvergenceWarning
+    d = make_classification(n_features=1000, n_informative=100, seed=0)
+    with pytest.warns(ConvergenceWarning, match="worse than the empty model"):
+        AsyncOnlineSubstitution(budget=100, n_workers=8, loss="squared_hinge", step_size=4.5, passes=3).fit(d.X, d.y)

@@ -1,0 +1,137 @@
+"""Invariants of the staleness simulator (``asyos.distributed.simulator``)."""
+import numpy as np
+import pytest
+
+from asyos import AsyncOnlineSubstitution, OnlineSubstitution, make_regression
+from asyos.data.shard import FeatureShard
+from asyos.data.sharding import shard_columns, split_budget
+from asyos.distributed.roles import Central
+from asyos.distributed.simulator import simulate
+from asyos.errors import InputError
+from asyos.learners.asy_os import build_workers
+from asyos.learners.online_substitution import SubstitutionOptions, make_worker
+from asyos.losses import get_loss
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return make_regression(n_features=400, n_informative=16, n_samples=150, seed=11)
+
+
+def test_one_worker_without_staleness_is_sequential_os_bit_for_bit(problem):
+    d = problem
+    seq = OnlineSubstitution(budget=16, passes=3, refit=False).fit(d.X, d.y)
+    sim = AsyncOnlineSubstitution(budget=16, n_workers=1, max_staleness=0, passes=3, refit=False,
+                                  decrease_check=True).fit(d.X, d.y)
+    np.testing.assert_array_equal(seq.support_, sim.support_)
+    assert np.array_equal(seq.raw_coef_, sim.raw_coef_)          # exact, not approximate
+    assert seq.selection_log_ == sim.selection_log_
+    assert sim.staleness_["max"] == 0
+
+
+def test_zero_staleness_equals_a_round_robin_over_the_shards(problem):
+    d, q, s = problem, 4, 16
+    loss = get_loss("squared")
+    options = SubstitutionOptions(passes=2)
+
+    def workers():
+        cols = [shard_columns(d.X.shape[1], q, w) for w in range(q)]
+        return [make_worker(FeatureShard(d.X[:, c], c), d.y, loss, b, 2.0, options, worker_id=w)
+                for w, (c, b) in enumerate(zip(cols, split_budget(s, q)))]
+
+    # the round-robin written out: each worker in turn steps at the current state
+    manual, central = workers(), Central(d.n_samples)
+    active, turn = list(manual), 0
+    while active:
+        w = active[turn % len(active)]
+        push = w.propose(central.u, central.version)
+        if push is None:
+            active.remove(w)
+            continue
+        central.apply(push.delta, push.version_read)
+        w.commit()
+        turn += 1
+    simulated, central2 = workers(), Central(d.n_samples)
+    report = simulate(simulated, central2, max_staleness=0)
+    assert np.array_equal(central.u, central2.u)
+    for a, b in zip(manual, simulated):
+        np.testing.assert_array_equal(a.selection()[0], b.selection()[0])
+        assert np.array_equal(a.selection()[1], b.selection()[1])
+    assert report.staleness["max"] == 0 and report.steps == central.accepted
+
+
+@pytest.mark.parametrize("policy", ["max", "uniform", "fresh"])
+@pytest.mark.parametrize("schedule", ["round-robin", "random"])
+@pytest.mark.parametrize("tau", [0, 1, 3, 9])
+def test_the_staleness_bound_is_never_exceeded(problem, policy, schedule, tau):
+    d = problem
+    workers, _ = build_workers(d.X, d.y, get_loss("squared"), 16, 4, SubstitutionOptions(passes=1), seed=0)
+    report = simulate(workers, Central(d.n_samples), tau, policy, schedule, seed=3)
+    assert report.staleness["max"] <= tau
+    assert sum(report.staleness["histogram"]) == report.steps > 0
+    if policy == "max" and schedule == "random" and tau > 0:
+        assert report.staleness["max"] == tau          # the bound is reached, so it is the binding one
+    if policy == "fresh":
+        assert report.staleness["max"] == 0
+
+
+def test_paper_setting_staleness_is_q_minus_one_with_round_robin(problem):
+    model = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=1).fit(problem.X, problem.y)
+    assert model.staleness_["max"] == 3 and model.staleness_["mean"] > 2.9
+
+
+def test_same_seed_same_result_other_seed_other_schedule(problem):
+    d = problem
+    kw = dict(budget=16, n_workers=5, max_staleness=6, policy="uniform", schedule="random", passes=2)
+    a = AsyncOnlineSubstitution(random_state=1, **kw).fit(d.X, d.y)
+    b = AsyncOnlineSubstitution(random_state=1, **kw).fit(d.X, d.y)
+    c = AsyncOnlineSubstitution(random_state=2, **kw).fit(d.X, d.y)
+    assert np.array_equal(a.coef_, b.coef_) and a.selection_log_ == b.selection_log_
+    assert a.staleness_ == b.staleness_
+    assert a.selection_log_ != c.selection_log_
+
+
+class CountingWorker:
+    """A worker without learning: pushes +1 into its own coordinate, and records what it read."""
+
+    def __init__(self, index, n_steps):
+        self.index, self.left, self.reads, self.done = index, n_steps, [], False
+        self.delta = None
+
+    def propose(self, u, version):
+        if self.left == 0:
+            self.done = True
+            return None
+        self.reads.append((version, u.copy()))
+        self.delta = np.zeros(u.shape[0])
+        self.delta[self.index] = 1.0
+        from asyos.distributed.roles import Push
+        return Push(self.delta, self.delta, version, self.index, 0)
+
+    def commit(self):
+        self.left -= 1
+
+
+@pytest.mark.parametrize("policy", ["max", "uniform"])
+def test_reads_are_real_past_states_that_include_the_workers_own_pushes(policy):
+    q, tau = 4, 5
+    workers = [CountingWorker(i, 30) for i in range(q)]
+    central = Central(q)
+    simulate(workers, central, tau, policy, "random", seed=7)
+    np.testing.assert_array_equal(central.u, np.full(q, 30.0))
+    for w in workers:
+        for k, (version, u) in enumerate(w.reads):
+            assert u.sum() == version                    # the snapshot is the state at that version
+            assert u[w.index] == k                       # it holds all of this worker's own pushes
+
+
+def test_simulator_rejects_bad_settings(problem):
+    d = problem
+    with pytest.raises(InputError, match="max-staleness"):
+        AsyncOnlineSubstitution(budget=16, n_workers=2, max_staleness=-1).fit(d.X, d.y)
+    with pytest.raises(InputError, match="unknown staleness policy"):
+        AsyncOnlineSubstitution(budget=16, n_workers=2, policy="oldest").fit(d.X, d.y)
+    with pytest.raises(InputError, match="budget 3 is smaller than the number of workers"):
+        AsyncOnlineSubstitution(budget=3, n_workers=4).fit(d.X, d.y)
+    with pytest.raises(InputError, match="401 workers but only 400 features"):
+        AsyncOnlineSubstitution(budget=16, n_workers=401).fit(d.X, d.y)
