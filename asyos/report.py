@@ -56,7 +56,7 @@ def format_summary(record: dict) -> str:
         par = (f"  {record['n_workers']} workers; staleness mean {st['mean']:.2f}, p95 {st['p95']}, "
                f"max {st['max']}; refused pushes {record.get('refused_pushes', 0)}")
         if record.get("pushes_per_s") is not None:
-            par += f"; {record['pushes_per_s']:.0f} pushes/s"
+            par += f"; {record['pushes_per_s']:.0f} {'simulated ' if record['mode'] == 'simulated' else ''}pushes/s"
         lines.append(par)
     shown = record["selected"][:12]
     more = len(record["selected"]) - len(shown)

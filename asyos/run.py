@@ -133,15 +133,15 @@ def run_local(config) -> int:
     u_train = np.asarray(data.X[:, support] @ coef[support]).ravel()
     u_test = np.asarray(data.X_test[:, support] @ coef[support]).ravel() if data.has_test else None
     metrics = evaluate(problem.loss, coef, u_train, data.y, u_test, data.y_test, data.true_coef, support)
-    extra = {}
+    extra = {"raw_coef": estimator.raw_coef_[support]}
     for name in ("step_size_", "lipschitz_", "n_steps_", "n_iter_"):
         if hasattr(estimator, name):
             extra[name.rstrip("_")] = getattr(estimator, name)
     if simulated:
+        tau = estimator.n_workers if estimator.max_staleness is None else estimator.max_staleness
         extra.update(n_workers=estimator.n_workers, staleness=estimator.staleness_, refused_pushes=0,
-                     pushes_per_s=None, max_staleness=estimator.max_staleness
-                     if estimator.max_staleness is not None else estimator.n_workers,
-                     staleness_policy=config.staleness_policy, schedule=config.schedule)
+                     pushes=estimator.n_pushes_, pushes_per_s=estimator.n_pushes_ / (t2 - t1),
+                     max_staleness=tau, staleness_policy=config.staleness_policy, schedule=config.schedule)
     timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0, "fit_s": t2 - t1}
     record = build_record(config, problem, "simulated" if simulated else "sequential", support,
                           coef[support], metrics, timing, warnings=notes, **extra)

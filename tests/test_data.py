@@ -191,3 +191,16 @@ def test_file_errors(tmp_path, rng):
     os.mkdir(tmp_path / "empty")
     with pytest.raises(InputError, match="no data set found"):
         load_dataset(tmp_path / "empty")
+
+
+def test_sparse_columns_are_streamed_in_chunks(tmp_path, monkeypatch):
+    import asyos.data.io as io
+    X = sp.random(50, 300, density=0.2, format="csr", random_state=3, dtype=np.float32)
+    sp.save_npz(tmp_path / "X.npz", X)
+    np.save(tmp_path / "y.npy", np.arange(50.0))
+    original = io._NpyMember.iter_chunks
+    monkeypatch.setattr(io._NpyMember, "iter_chunks", lambda self, items=1 << 20: original(self, 37))
+    cols = np.array([299, 0, 150, 7])
+    d = load_dataset(tmp_path, columns=cols)
+    np.testing.assert_array_equal(d.X.toarray(), X[:, cols].toarray())
+    np.testing.assert_array_equal(load_dataset(tmp_path).X.toarray(), X.toarray())

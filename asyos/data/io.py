@@ -10,8 +10,9 @@ Layouts understood (those of ``../shared/datasets``, plus libsvm text):
   declared.
 
 A ``FileSource`` reads only headers when asked for sizes, and ``load(columns)`` keeps only the
-requested columns: a dense ``.npz`` member is decompressed as a stream in row chunks, so a worker
-never holds more than its shard plus one chunk.
+requested columns: a dense ``.npz`` member is decompressed as a stream in row chunks, the
+``indices``/``data`` of a CSR ``.npz`` are streamed in chunks, and libsvm lines are filtered as they
+are parsed, so a worker holds its shard plus one chunk, never the whole matrix.
 """
 from __future__ import annotations
 
@@ -131,6 +132,21 @@ class _NpyMember:
         with np.load(self.archive, allow_pickle=False) as z:
             return np.asarray(z[self.key])
 
+    def iter_chunks(self, items: int = 1 << 20):
+        """The (1-D) array in consecutive chunks of at most ``items`` elements."""
+        zf, stream, shape, fortran, dtype = self._open()
+        try:
+            if len(shape) != 1 or dtype.hasobject:
+                raise InputError(f"{self.archive}: {self.key} must be a 1-D numeric array; got shape {shape}")
+            left = int(shape[0])
+            while left:
+                take = min(items, left)
+                yield np.frombuffer(_read_exact(stream, take * dtype.itemsize, self), dtype=dtype)
+                left -= take
+        finally:
+            stream.close()
+            zf.close()
+
 
 def _read_exact(stream, size, member):
     raw = stream.read(size)
@@ -225,13 +241,16 @@ class SparseDirectorySource(FileSource):
 
     def _read(self, prefix, cols):
         fname = self._file(prefix, "X")
-        try:
-            X = sp.load_npz(fname)
-        except (OSError, ValueError, KeyError) as exc:
-            raise InputError(f"cannot read sparse matrix {fname!r}: {exc}") from None
-        X = as_float_matrix(X, fname)
-        if cols is not None:
-            X = X[:, cols]
+        if cols is not None and _sparse_format(fname) == "csr":
+            X = _csr_columns(fname, cols)
+        else:
+            try:
+                X = sp.load_npz(fname)
+            except (OSError, ValueError, KeyError) as exc:
+                raise InputError(f"cannot read sparse matrix {fname!r}: {exc}") from None
+            X = as_float_matrix(X, fname)
+            if cols is not None:
+                X = X[:, cols]
         ypath = self._file(prefix, "y")
         if not os.path.exists(ypath):
             raise InputError(f"labels file {ypath!r} is missing")
@@ -261,6 +280,41 @@ class SparseDirectorySource(FileSource):
             X_test, y_test = self._read(self._test, None if columns is None else cols)
         return Dataset(X, y, self.n_features, X_test, y_test, columns=None if columns is None else cols,
                        name=self.name)
+
+
+def _sparse_format(fname) -> str:
+    fmt = _NpyMember(fname, "format").read()
+    return fmt.item().decode() if isinstance(fmt.item(), bytes) else str(fmt.item())
+
+
+def _csr_columns(fname, cols) -> sp.csr_matrix:
+    """Columns ``cols`` of a CSR ``.npz`` file, streaming ``indices``/``data`` so that only the
+    kept non-zeros (plus one chunk) are ever held."""
+    n, p = (int(v) for v in _NpyMember(fname, "shape").read())
+    indptr = _NpyMember(fname, "indptr").read().astype(np.int64)
+    if indptr.shape != (n + 1,):
+        raise InputError(f"{fname}: indptr has {indptr.size} entries for {n} rows")
+    position = np.full(p, -1, dtype=np.int64)
+    position[cols] = np.arange(cols.size)
+    kept_rows, kept_cols, kept_vals = [], [], []
+    offset = 0
+    for idx, val in zip(_NpyMember(fname, "indices").iter_chunks(), _NpyMember(fname, "data").iter_chunks()):
+        if idx.size != val.size or (idx.size and (idx.min() < 0 or idx.max() >= p)):
+            raise InputError(f"{fname}: indices and data do not form a valid {n} x {p} matrix")
+        new_col = position[idx]
+        keep = new_col >= 0
+        kept_rows.append(np.searchsorted(indptr, offset + np.flatnonzero(keep), side="right") - 1)
+        kept_cols.append(new_col[keep])
+        kept_vals.append(val[keep].astype(np.float64))
+        offset += idx.size
+    if offset != indptr[-1]:
+        raise InputError(f"{fname}: {offset} stored values, but indptr says {indptr[-1]}")
+    cat = (lambda parts, dt: np.concatenate(parts) if parts else np.empty(0, dtype=dt))  # noqa: E731
+    X = sp.csr_matrix((cat(kept_vals, np.float64), (cat(kept_rows, np.int64), cat(kept_cols, np.int64))),
+                      shape=(n, cols.size))
+    X.sum_duplicates()
+    check_finite(X.data, fname)
+    return X
 
 
 def _directory_source(path):
@@ -309,7 +363,13 @@ class LibsvmSource(FileSource):
         return None if path is None else self._parse(path, np.empty(0, dtype=np.intp))[1]
 
     def _parse(self, path, cols):
-        """``(X restricted to cols, y)`` with ``cols`` global 0-based columns (``None`` = all)."""
+        """``(X restricted to cols, y)`` with ``cols`` global 0-based columns (``None`` = all).
+        Each line keeps only its entries in ``cols``, so memory follows the shard, not the file."""
+        if cols is None:
+            position = np.arange(self.n_features, dtype=np.intp)
+        else:
+            position = np.full(self.n_features, -1, dtype=np.intp)
+            position[cols] = np.arange(cols.size)
         labels, rows, idx, vals = [], [], [], []
         with _open_text(path) as fh:
             for lineno, line in enumerate(fh, 1):
@@ -320,25 +380,22 @@ class LibsvmSource(FileSource):
                 row = len(labels)
                 labels.append(label)
                 if li.size:
-                    rows.append(np.full(li.size, row, dtype=np.intp))
-                    idx.append(li)
-                    vals.append(lv)
+                    new = position[li - self.index_base]
+                    keep = new >= 0
+                    if keep.any():
+                        rows.append(np.full(int(keep.sum()), row, dtype=np.intp))
+                        idx.append(new[keep])
+                        vals.append(lv[keep])
         n = len(labels)
         y = np.asarray(labels, dtype=np.float64)
         check_finite(y, f"{path}: labels")
         if idx:
-            r, c, v = np.concatenate(rows), np.concatenate(idx) - self.index_base, np.concatenate(vals)
+            r, c, v = np.concatenate(rows), np.concatenate(idx), np.concatenate(vals)
         else:
             r = c = np.empty(0, dtype=np.intp)
             v = np.empty(0)
         check_finite(v, f"{path}: feature values")
-        if cols is None:
-            X = sp.csr_matrix((v, (r, c)), shape=(n, self.n_features))
-        else:
-            position = np.full(self.n_features, -1, dtype=np.intp)
-            position[cols] = np.arange(cols.size)
-            keep = position[c] >= 0
-            X = sp.csr_matrix((v[keep], (r[keep], position[c[keep]])), shape=(n, cols.size))
+        X = sp.csr_matrix((v, (r, c)), shape=(n, self.n_features if cols is None else cols.size))
         X.sum_duplicates()
         return X, y
 

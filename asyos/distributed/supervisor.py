@@ -27,7 +27,8 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, sign
 
 
 def should_supervise() -> bool:
-    if not sys.platform.startswith("linux") or "PMI_FD" not in os.environ:
+    from .._env import launched_by_mpi
+    if not sys.platform.startswith("linux") or "PMI_FD" not in os.environ or not launched_by_mpi():
         return False
     if os.environ.get(CHILD_ENV) is not None or os.environ.get("ASYOS_SUPERVISE", "1") == "0":
         return False
