@@ -27,6 +27,14 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
+def choose_profile(args, profiles: dict) -> dict:
+    """``profiles["quick"]`` with ``--quick``, else ``profiles["paper"]``; ``--seeds`` overrides."""
+    profile = dict(profiles["quick" if args.quick else "paper"])
+    if getattr(args, "seeds", None):
+        profile["seeds"] = args.seeds
+    return profile
+
+
 class Run:
     """One benchmark invocation: the JSON-lines log, the summary and the environment."""
 

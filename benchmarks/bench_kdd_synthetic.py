@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 
-from _common import Run, fmt, mean_std, parser, plot, print_table
+from _common import Run, choose_profile, fmt, mean_std, parser, plot, print_table
 
 from asyos import LassoToBudget, OnlineSubstitution, ProjectedGradient
 from asyos.data.synthetic import SyntheticSource
@@ -34,9 +34,7 @@ METHODS = {
 
 def main():
     args = parser(__doc__.splitlines()[0]).parse_args()
-    profile = dict(PROFILES["quick" if args.quick else "paper"])
-    if args.seeds:
-        profile["seeds"] = args.seeds
+    profile = choose_profile(args, PROFILES)
     run = Run("kdd_synthetic", args, profile)
     s = profile["s"]
     for task in ("regression", "classification"):

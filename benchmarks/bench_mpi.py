@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from _common import HERE, Run, fmt, mean_std, parser, plot, print_table
+from _common import HERE, Run, choose_profile, fmt, mean_std, parser, plot, print_table
 
 REPO = os.path.dirname(HERE)
 PROFILES = {
@@ -70,7 +70,7 @@ def brief(record, seconds):
 
 def main():
     args = parser(__doc__.splitlines()[0]).parse_args()
-    profile = PROFILES["quick" if args.quick else "paper"]
+    profile = choose_profile(args, PROFILES)
     run = Run("mpi", args, profile)
     ranks, q = profile["ranks"], profile["ranks"] - 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from _common import Run, fmt, mean_std, parser, plot, print_table
+from _common import Run, choose_profile, fmt, mean_std, parser, plot, print_table
 
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution
 from asyos.data.synthetic import SyntheticSource
@@ -29,9 +29,7 @@ PROFILES = {
 
 def main():
     args = parser(__doc__.splitlines()[0]).parse_args()
-    profile = dict(PROFILES["quick" if args.quick else "paper"])
-    if args.seeds:
-        profile["seeds"] = args.seeds
+    profile = choose_profile(args, PROFILES)
     run = Run("simulator", args, profile)
     s, passes = profile["s"], profile["default_passes"]
     for seed in range(profile["seeds"]):
