@@ -42,10 +42,6 @@ class Dataset:
             return None
         return np.flatnonzero(self.true_coef)
 
-    @property
-    def global_columns(self) -> np.ndarray:
-        return np.arange(self.n_features) if self.columns is None else self.columns
-
 
 def as_float_matrix(X, where: str):
     """``X`` as float64 (dense C/F array or CSR), with a clear error for bad shapes or values."""

@@ -27,7 +27,6 @@ import scipy.sparse as sp
 from ..errors import InputError
 from .dataset import Dataset, as_float_matrix, as_label_vector, check_finite
 
-LIBSVM_SUFFIXES = (".svm", ".libsvm", ".svmlight", ".txt", ".t", ".dat", ".data")
 _CHUNK_BYTES = 1 << 24
 
 

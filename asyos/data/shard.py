@@ -43,13 +43,6 @@ class FeatureShard:
         out[self._dirty] = self.XT.data[lo:hi]
         return out
 
-    def rows(self, local) -> np.ndarray:
-        """Dense ``(len(local), n_samples)`` block of the given local features."""
-        local = np.asarray(local, dtype=np.intp)
-        if self.sparse:
-            return self.XT[local].toarray()
-        return self.XT[local]
-
     def squared_norms(self) -> np.ndarray:
         if self.sparse:
             return np.asarray(self.XT.multiply(self.XT).sum(axis=1)).ravel()

@@ -1,6 +1,6 @@
 """Wire layout of the Asy-OS hot-path messages: flat float64 buffers, no pickling.
 
-A push is ``[delta_u (n) | version_read | kind]``; a reply is ``[u_C (n) | version | status]``.
+A push is ``[delta_u (n) | version_read]``; a reply is ``[u_C (n) | version | status]``.
 Versions are counters below ``2**53``, exact in float64. Setup, final results and error reports
 are pickled (off the hot path).
 """
@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-PUSH_HEADER = 2
-PUSH_VERSION, PUSH_KIND = 0, 1           # offsets after the n values
-KIND_STEP = 1.0
+PUSH_HEADER = 1
+PUSH_VERSION = 0                         # offsets after the n values
 
 REPLY_HEADER = 2
 REPLY_VERSION, REPLY_STATUS = 0, 1

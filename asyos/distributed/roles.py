@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import DivergenceError
 from ..learners.substitution import ENTER, REJECT, SUBSTITUTE, SubstitutionState
-from .messages import KIND_STEP, PUSH_HEADER, PUSH_KIND, PUSH_VERSION, REPLY_HEADER, REPLY_VERSION
+from .messages import PUSH_HEADER, PUSH_VERSION, REPLY_HEADER, REPLY_VERSION
 
 
 @dataclass
@@ -66,7 +66,6 @@ class Worker:
             decrease_check=decrease_check, decrease_constant=decrease_constant, lipschitz=lipschitz)
         self.buffer = np.zeros(self.n + PUSH_HEADER)
         self.delta = self.buffer[:self.n]
-        self.buffer[self.n + PUSH_KIND] = KIND_STEP
         self._retained = np.zeros(shard.n_local, dtype=bool)
         self._pass, self._pos = 0, 0
         self._cursor_before = None
@@ -110,7 +109,7 @@ class Worker:
         return Push(self.delta, self.buffer, int(version), int(self.shard.columns[j]), action)
 
     def commit(self):
-        action, j, left = self.state.commit()
+        action, j, left, slot = self.state.commit()
         self.steps += 1
         if action in (ENTER, SUBSTITUTE):
             self._retained[j] = True
@@ -121,7 +120,6 @@ class Worker:
                 columns = self.shard.columns
                 if left >= 0:
                     self.log.record(self.steps, pass_index, int(columns[left]), "leave", 0.0)
-                slot = int(np.flatnonzero(self.state.slots[:self.state.size] == j)[0])
                 self.log.record(self.steps, pass_index, int(columns[j]), "enter", float(self.state.w[slot]))
         return action
 

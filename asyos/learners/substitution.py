@@ -120,23 +120,23 @@ class SubstitutionState:
         return action
 
     def commit(self):
-        """Make the last proposal the state. Returns ``(action, entered, left_slot_feature)``."""
+        """Make the last proposal the state. Returns ``(action, j, left, slot)``: the feature that
+        left (``-1`` if none) and the slot now holding ``j`` (``-1`` if rejected)."""
         action, j, xj, wj, k = self._pending
         self._pending = None
         m = self.size
         self.w[:m] += self._dw[:m]
         left = -1
-        if action == ENTER:
-            self.XS[m] = xj
-            self.w[m] = wj
-            self.slots[m] = j
-            self.size = m + 1
-        elif action == SUBSTITUTE:
+        if action == REJECT:
+            return action, j, left, -1
+        if action == SUBSTITUTE:
             left = int(self.slots[k])
-            self.XS[k] = xj
-            self.w[k] = wj
-            self.slots[k] = j
-        return action, j, left
+        else:
+            self.size = m + 1
+        self.XS[k] = xj
+        self.w[k] = wj
+        self.slots[k] = j
+        return action, j, left, k
 
     def discard(self):
         """Forget the last proposal (the state is unchanged)."""

