@@ -29,6 +29,7 @@ else:  # pragma: no cover
 DEFAULT_N_FEATURES = 2000
 DEFAULT_N_INFORMATIVE = 100
 DEFAULT_SIMULATED_WORKERS = 4
+PUSH_MODES = ("auto", "pipelined", "each-step")
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class RunConfig:
     staleness_policy: str = "max"
     schedule: str = "round-robin"
     sharding: str = "contiguous"
+    push_mode: str = "auto"
     watchdog_timeout: float = 5.0
     setup_timeout: float = 600.0
     trace_every: int = 0
@@ -77,6 +79,13 @@ class RunConfig:
     @property
     def synthetic_informative(self) -> int:
         return DEFAULT_N_INFORMATIVE if self.n_informative is None else self.n_informative
+
+    @property
+    def resolved_push_mode(self) -> str:
+        """``auto``: pipelined, unless a staleness bound must be enforced step by step."""
+        if self.push_mode != "auto":
+            return self.push_mode
+        return "each-step" if self.max_staleness is not None else "pipelined"
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -120,6 +129,10 @@ class RunConfig:
                  f"unknown --staleness-policy {self.staleness_policy!r}; choose one of: {', '.join(POLICIES)}")
         _require(self.schedule in SCHEDULES,
                  f"unknown --schedule {self.schedule!r}; choose one of: {', '.join(SCHEDULES)}")
+        _require(self.push_mode in PUSH_MODES,
+                 f"unknown --push-mode {self.push_mode!r}; choose one of: {', '.join(PUSH_MODES)}")
+        _require(not (self.push_mode == "pipelined" and self.max_staleness is not None),
+                 "--max-staleness is enforced step by step: use it with --push-mode each-step (or auto)")
         _require(self.sharding in SHARDING_SCHEMES,
                  f"unknown --sharding {self.sharding!r}; choose one of: {', '.join(SHARDING_SCHEMES)}")
         if self.data is None:

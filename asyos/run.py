@@ -71,11 +71,16 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--staleness-policy", help="simulator: max (default), uniform or fresh")
     g.add_argument("--schedule", help="simulator: round-robin (default) or random")
     g.add_argument("--sharding", help="contiguous (default), strided or hashed")
+    g.add_argument("--push-mode", help="MPI: pipelined (one push in flight, the steps taken meanwhile summed "
+                                       "into the next), each-step (wait for the fresh u_C after every step, "
+                                       "KDD'16 Alg. 3 literally), or auto (default: pipelined, each-step "
+                                       "with --max-staleness)")
     g.add_argument("--watchdog-timeout", type=float, help="MPI: seconds of silence before a worker is "
                                                           "declared lost (default 5)")
     g.add_argument("--setup-timeout", type=float, help="MPI: seconds every rank may take to load its data "
                                                        "(default 600)")
-    g.add_argument("--trace-every", type=int, help="MPI: record the objective every k pushes (default off)")
+    g.add_argument("--trace-every", type=int, help="record the training objective and error every k worker "
+                                                   "steps, with the time (default off)")
     g = p.add_argument_group("output")
     g.add_argument("--output", help="directory for results.json and selection_log.csv")
     g.add_argument("--quiet", action="store_true", help="no summary on stdout")
@@ -134,6 +139,8 @@ def run_local(config) -> int:
     u_test = np.asarray(data.X_test[:, support] @ coef[support]).ravel() if data.has_test else None
     metrics = evaluate(problem.loss, coef, u_train, data.y, u_test, data.y_test, data.true_coef, support)
     extra = {"raw_coef": estimator.raw_coef_[support]}
+    if getattr(estimator, "trace_", None):
+        extra["trace"] = estimator.trace_
     for name in ("step_size_", "lipschitz_", "n_steps_", "n_iter_"):
         if hasattr(estimator, name):
             extra[name.rstrip("_")] = getattr(estimator, name)

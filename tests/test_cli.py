@@ -99,6 +99,8 @@ BAD = [
     (["--data", "{d}/ok.npz", "--budget", "3", "--simulate", "--workers", "9"], "9 workers but only 8 features"),
     (["--data", "{d}/ok.npz", "--budget", "3", "--simulate", "--workers", "4"], "budget 3 is smaller"),
     (["--loss", "hinge"], "unknown loss 'hinge'"),
+    (["--push-mode", "pipelined", "--max-staleness", "3"], "use it with --push-mode each-step"),
+    (["--push-mode", "eager"], "unknown --push-mode 'eager'"),
     (["--algorithm", "grafting"], "unknown algorithm 'grafting'"),
     (["--budgett", "3"], "unrecognized arguments"),
     (["--passes", "two"], "invalid int value"),

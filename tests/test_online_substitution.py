@@ -115,7 +115,7 @@ def test_objective_never_increases_with_a_global_lipschitz_step():
     shard = FeatureShard(d.X)
     worker = make_worker(shard, d.y, loss, 8, L, SubstitutionOptions(passes=2, step_size=0.5 / L))
     values = []
-    central = Central(d.n_samples, monitor=lambda version, u: values.append(loss.value(d.y, u)))
+    central = Central(d.n_samples, monitor=lambda c: values.append(loss.value(d.y, c.u)))
     run_loopback(worker, central)
     assert len(values) > 200
     assert np.all(np.diff(values) <= 1e-12 * values[0])

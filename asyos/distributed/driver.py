@@ -37,8 +37,9 @@ from ..learners.online_substitution import SubstitutionOptions, check_objective,
 from ..learners.refit import refit as refit_model
 from ..problem import open_data_source, resolve_problem
 from ..registry import get_algorithm
-from .messages import (PUSH_VERSION, REPLY_STATUS, REPLY_VERSION, STATUS_ACCEPTED, STATUS_REFUSED, TAG_ERROR,
+from .messages import (PUSH_OWN_UNSEEN, PUSH_STEPS, PUSH_VERSION, REPLY_STATUS, REPLY_VERSION, STATUS_ACCEPTED, STATUS_REFUSED, TAG_ERROR,
                        TAG_FINAL, TAG_PUSH, TAG_REPLY, TAG_SHUTDOWN, push_buffer, reply_buffer)
+from ..trace import ObjectiveTrace
 from .roles import Central
 from .transport import Backoff, Deadline, abort_job, ranks_oversubscribe_cores, wait_all, wait_object
 
@@ -130,26 +131,11 @@ def _worker_main(config, comm, setup, lipschitz, backoff):
     try:
         worker = make_worker(shard, data.y, problem.loss, setup["budget"], lipschitz, _options(config),
                              worker_id=rank - 1)
-        n = shard.n_samples
-        reply = reply_buffer(n)
-        u = reply[:n]
-        version = 0
         timeout = CENTRAL_TIMEOUT_FACTOR * config.watchdog_timeout
-        compute_s = 0.0
-        while True:
-            t0 = time.perf_counter()
-            push = worker.propose(u, version)
-            compute_s += time.perf_counter() - t0
-            if push is None:
-                break
-            recv = comm.Irecv(reply, source=0, tag=TAG_REPLY)
-            send = comm.Isend(push.buffer, dest=0, tag=TAG_PUSH)
-            wait_all([send, recv], backoff, timeout)
-            version = int(reply[n + REPLY_VERSION])
-            if reply[n + REPLY_STATUS] == STATUS_ACCEPTED:
-                worker.commit()
-            else:
-                worker.discard()
+        if config.resolved_push_mode == "pipelined":
+            compute_s = _steps_pipelined(comm, worker, backoff, timeout)
+        else:
+            compute_s = _steps_one_by_one(comm, worker, backoff, timeout)
         local = worker.state.retained
         order = np.argsort(shard.columns[local], kind="stable")
         local = local[order]
@@ -178,6 +164,85 @@ def _worker_main(config, comm, setup, lipschitz, backoff):
     wait_object(comm.irecv(source=0, tag=TAG_SHUTDOWN), Backoff(max_sleep=20e-3), SHUTDOWN_TIMEOUT)
 
 
+def _steps_one_by_one(comm, worker, backoff, timeout) -> float:
+    """``--push-mode each-step``, KDD'16 Alg. 3 literally: push, wait for the verdict and the fresh
+    ``u_C``, then step again. The only mode that can enforce ``--max-staleness``: a refused step is
+    discarded and redone from the fresh state."""
+    n = worker.n
+    reply = reply_buffer(n)
+    u = reply[:n]
+    version = 0
+    compute_s = 0.0
+    while True:
+        t0 = time.perf_counter()
+        push = worker.propose(u, version)
+        compute_s += time.perf_counter() - t0
+        if push is None:
+            return compute_s
+        recv = comm.Irecv(reply, source=0, tag=TAG_REPLY)
+        send = comm.Isend(push.buffer, dest=0, tag=TAG_PUSH)
+        wait_all([send, recv], backoff, timeout)
+        version = int(reply[n + REPLY_VERSION])
+        if reply[n + REPLY_STATUS] == STATUS_ACCEPTED:
+            worker.commit()
+        else:
+            worker.discard()
+
+
+def _steps_pipelined(comm, worker, backoff, timeout) -> float:
+    """``--push-mode pipelined``, Alg. 3 without idle waits: one push in flight, and the steps taken
+    meanwhile summed into the next push.
+
+    Each step is taken at the worker's *view*: the last ``u_C`` received plus this worker's own
+    changes not yet in it (its own information is always current; the other workers' is as old as
+    the last reply). When the central rank answers quickly every push carries one step, exactly as
+    in Alg. 3; when it lags, pushes carry more steps, so the central's load stays bounded by the
+    number of workers over the round-trip time. A push's ``version_read`` is the version of the
+    snapshot its steps were taken at, so its measured staleness includes the time it waited.
+    """
+    n = worker.n
+    reply = reply_buffer(n)
+    view = np.zeros(n)
+    pending, sending = push_buffer(n), push_buffer(n)     # steps not yet pushed / the push in flight
+    version, steps_pending = 0, 0
+    send = recv = None
+    finished = False
+    compute_s = 0.0
+    while True:
+        if send is not None and (finished or recv.Test()):
+            if finished:
+                wait_all([recv], backoff, timeout)
+            send.Wait()                                   # the central has it: it answered
+            view[:] = reply[:n]
+            view += pending[:n]                           # own steps it has not seen yet
+            version = int(reply[n + REPLY_VERSION])
+            send = recv = None
+        if send is None and steps_pending:
+            pending, sending = sending, pending
+            sending[n + PUSH_STEPS] = steps_pending
+            recv = comm.Irecv(reply, source=0, tag=TAG_REPLY)
+            send = comm.Isend(sending, dest=0, tag=TAG_PUSH)
+            pending[:n] = 0.0
+            steps_pending = 0
+        if finished:
+            if send is None:
+                return compute_s
+            continue
+        t0 = time.perf_counter()
+        push = worker.propose(view, version)
+        if push is None:
+            finished = True
+            continue
+        worker.commit()
+        view += push.delta
+        pending[:n] += push.delta
+        if steps_pending == 0:
+            pending[n + PUSH_VERSION] = version
+            pending[n + PUSH_OWN_UNSEEN] = 0 if send is None else 1
+        steps_pending += 1
+        compute_s += time.perf_counter() - t0
+
+
 def _report_failure(comm, rank, exc):
     payload = {"rank": rank, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(),
                "input_error": str(exc) if isinstance(exc, InputError) else None}
@@ -192,31 +257,16 @@ def _report_failure(comm, rank, exc):
 
 
 # ---------------------------------------------------------------------------------- central
-class _ObjectiveTrace:
-    """Training objective at ``u_C`` every ``every`` accepted pushes, with the time."""
-
-    def __init__(self, every, loss, y, start):
-        self.every, self.loss, self.y, self.start = every, loss, y, start
-        self.time_s, self.version, self.objective = [], [], []
-
-    def __call__(self, version, u):
-        if version % self.every == 0:
-            self.time_s.append(time.perf_counter() - self.start)
-            self.version.append(version)
-            self.objective.append(self.loss.value(self.y, u))
-
-    def as_dict(self):
-        return {"every": self.every, "time_s": self.time_s, "version": self.version, "objective": self.objective}
-
-
 def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscribed) -> dict:
     from mpi4py import MPI
 
     problem = setup["problem"]
     n, q = problem.n_samples, comm.Get_size() - 1
     t_async0 = time.perf_counter()
-    trace = _ObjectiveTrace(config.trace_every, problem.loss, setup["y"], t_async0) if config.trace_every else None
+    trace = ObjectiveTrace(config.trace_every, problem.loss, setup["y"]) if config.trace_every else None
     central = Central(n, max_staleness=config.max_staleness, monitor=trace)
+    if trace is not None:
+        trace.record(central)
     push_bufs = [push_buffer(n) for _ in range(q)]
     reply_bufs = [reply_buffer(n) for _ in range(q)]
     receives = [comm.Recv_init(push_bufs[i], source=i + 1, tag=TAG_PUSH) for i in range(q)]
@@ -233,7 +283,8 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
             now = time.monotonic()
             for i in ready:
                 buf = push_bufs[i]
-                accepted = central.apply(buf[:n], int(buf[n + PUSH_VERSION]))
+                accepted = central.apply(buf[:n], int(buf[n + PUSH_VERSION]), int(buf[n + PUSH_STEPS]),
+                                         int(buf[n + PUSH_OWN_UNSEEN]))
                 if replies[i] is not None:
                     replies[i].Wait()           # the worker got it before pushing again
                 out = reply_bufs[i]
@@ -265,6 +316,8 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
                       f"(hung, or exited without finishing); {central.accepted} pushes applied; aborting the job")
         backoff.pause()
     async_s = time.perf_counter() - t_async0
+    if trace is not None:
+        trace.record(central)
     for request in receives:
         request.Cancel()
         request.Wait()
@@ -324,6 +377,9 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         refused_pushes=central.refused,
         pushes=central.accepted,
         pushes_per_s=central.accepted / async_s if async_s > 0 else None,
+        push_mode=config.resolved_push_mode,
+        steps=central.steps,
+        steps_per_push=central.steps / central.accepted if central.accepted else None,
         oversubscribed=bool(oversubscribed),
         step_size=finals[0]["step_size"] if finals else None,
         lipschitz=lipschitz,

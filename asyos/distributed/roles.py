@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import DivergenceError
 from ..learners.substitution import ENTER, REJECT, SUBSTITUTE, SubstitutionState
-from .messages import PUSH_HEADER, PUSH_VERSION, REPLY_HEADER, REPLY_VERSION
+from .messages import PUSH_HEADER, PUSH_STEPS, PUSH_VERSION, REPLY_HEADER, REPLY_VERSION
 
 
 @dataclass
@@ -66,6 +66,7 @@ class Worker:
             decrease_check=decrease_check, decrease_constant=decrease_constant, lipschitz=lipschitz)
         self.buffer = np.zeros(self.n + PUSH_HEADER)
         self.delta = self.buffer[:self.n]
+        self.buffer[self.n + PUSH_STEPS] = 1
         self._retained = np.zeros(shard.n_local, dtype=bool)
         self._pass, self._pos = 0, 0
         self._cursor_before = None
@@ -155,13 +156,19 @@ class Central:
         self.u_ext = np.zeros(self.n + REPLY_HEADER)
         self.u = self.u_ext[:self.n]
         self.version = 0
+        self.steps = 0                  # worker steps applied (a push may sum several)
         self.max_staleness = max_staleness
         self.refused = 0
         self._hist = np.zeros(16, dtype=np.int64)
         self.monitor = monitor
 
-    def apply(self, delta: np.ndarray, version_read: int) -> bool:
-        staleness = self.version - int(version_read)
+    def apply(self, delta: np.ndarray, version_read: int, steps: int = 1, own_unseen: int = 0) -> bool:
+        """Add a push (``steps`` worker steps summed) unless it is too stale; True if applied.
+
+        Staleness counts the updates of *other* workers that the push's steps did not see:
+        ``version - version_read``, less the worker's own pushes that were in flight when it
+        stepped (its view held them; see the pipelined worker in ``driver.py``)."""
+        staleness = self.version - int(version_read) - int(own_unseen)
         if staleness < 0:
             raise ValueError(f"push read version {version_read} but the central is at {self.version}")
         if self.max_staleness is not None and staleness > self.max_staleness:
@@ -169,13 +176,14 @@ class Central:
             return False
         self.u += delta
         self.version += 1
+        self.steps += steps
         self.u_ext[self.n + REPLY_VERSION] = self.version
         if staleness >= self._hist.size:
             self._hist = np.concatenate([self._hist, np.zeros(max(staleness + 1, 2 * self._hist.size)
                                                               - self._hist.size, dtype=np.int64)])
         self._hist[staleness] += 1
         if self.monitor is not None:
-            self.monitor(self.version, self.u)
+            self.monitor(self)
         return True
 
     @property

@@ -65,17 +65,18 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     schedule : {"round-robin", "random"}
     sharding : {"contiguous", "strided", "hashed"}
     decrease_check : bool
-        Alg. 3 omits it (the default here); when on it is evaluated at the worker's snapshot.
+        Alg. 3 omits it; on by default (as in OS), evaluated at the worker's snapshot.
 
     Extra attributes: ``staleness_`` (mean, max, p95, histogram), ``n_pushes_``.
     """
 
     def __init__(self, budget=10, n_workers=4, max_staleness=None, policy="max", schedule="round-robin",
                  sharding="contiguous", loss="squared", passes=2, step_size=None, step_divisor=1.0,
-                 decrease_check=False, decrease_constant=1.0, refit=True, random_state=0):
+                 decrease_check=True, decrease_constant=1.0, refit=True, random_state=0, trace_every=0):
         super().__init__(budget=budget, loss=loss, passes=passes, step_size=step_size,
                          step_divisor=step_divisor, decrease_check=decrease_check,
-                         decrease_constant=decrease_constant, refit=refit, random_state=random_state)
+                         decrease_constant=decrease_constant, refit=refit, random_state=random_state,
+                         trace_every=trace_every)
         self.n_workers = n_workers
         self.max_staleness = max_staleness
         self.policy = policy
@@ -93,8 +94,9 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         start = time.perf_counter()
         workers, lipschitz = build_workers(X, y, loss, self.budget, self.n_workers, options,
                                            self.random_state, self.sharding)
-        central = Central(X.shape[0])
+        central, trace = self._central(X.shape[0], loss, y)
         report = simulate(workers, central, tau, self.policy, self.schedule, seed=self.random_state)
+        self._finish_trace(trace, central)
         with quiet_float_errors():
             self.objective_selection_ = check_objective(loss, y, central.u, workers[0].state.step_size, lipschitz)
         support, weights = gather_selection(workers)

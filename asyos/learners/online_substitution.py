@@ -21,6 +21,7 @@ import numpy as np
 from ..data.shard import FeatureShard
 from ..distributed.roles import Central, Worker
 from ..errors import ConvergenceWarning, DivergenceError, InputError
+from ..trace import ObjectiveTrace
 from .base import BudgetedSelector, check_positive_float, check_positive_int
 from .step_size import restricted_lipschitz, step_size_from_lipschitz
 
@@ -118,6 +119,9 @@ class OnlineSubstitution(BudgetedSelector):
         Refit the loss on the selected features after selection (the paper evaluates so).
     random_state : int
         Seeds the blocks sampled to estimate ``L_F``.
+    trace_every : int
+        When > 0, record the training objective and error every ``trace_every`` steps in ``trace_``
+        (``asyos.trace``); 0 records nothing.
 
     Attributes
     ----------
@@ -129,7 +133,7 @@ class OnlineSubstitution(BudgetedSelector):
     """
 
     def __init__(self, budget=10, loss="squared", passes=2, step_size=None, step_divisor=1.0,
-                 decrease_check=True, decrease_constant=1.0, refit=True, random_state=0):
+                 decrease_check=True, decrease_constant=1.0, refit=True, random_state=0, trace_every=0):
         self.budget = budget
         self.loss = loss
         self.passes = passes
@@ -139,6 +143,21 @@ class OnlineSubstitution(BudgetedSelector):
         self.decrease_constant = decrease_constant
         self.refit = refit
         self.random_state = random_state
+        self.trace_every = trace_every
+
+    def _central(self, n, loss, y):
+        """The central node of the run, with an ``ObjectiveTrace`` when ``trace_every`` > 0."""
+        check_positive_int(self.trace_every, "trace_every", minimum=0)
+        trace = ObjectiveTrace(self.trace_every, loss, y) if self.trace_every else None
+        central = Central(n, monitor=trace)
+        if trace is not None:
+            trace.record(central)
+        return central, trace
+
+    def _finish_trace(self, trace, central):
+        if trace is not None:
+            trace.record(central)
+        self.trace_ = trace.as_dict() if trace is not None else None
 
     def _options(self):
         return SubstitutionOptions(self.passes, self.step_size, self.step_divisor, bool(self.decrease_check),
@@ -151,8 +170,9 @@ class OnlineSubstitution(BudgetedSelector):
         shard = FeatureShard(X)
         lipschitz = local_lipschitz(shard, self.budget, loss, self.random_state)
         worker = make_worker(shard, y, loss, self.budget, lipschitz, options)
-        central = Central(shard.n_samples)
+        central, trace = self._central(shard.n_samples, loss, y)
         run_loopback(worker, central)
+        self._finish_trace(trace, central)
         with quiet_float_errors():
             self.objective_selection_ = check_objective(loss, y, central.u, worker.state.step_size, lipschitz)
         support, weights = worker.selection()
