@@ -4,7 +4,8 @@ Every loss is an average over samples of an elementwise function of ``u``, so a 
 the columns ``S`` needs only ``X_S.T @ loss.dloss(y, u)`` for its partial gradient. Each loss gives
 
 * ``value(y, u)``      the objective ``L(u, y)`` (a scalar),
-* ``dloss(y, u)``      the vector ``dL/du`` (the ``1/n`` is included),
+* ``dloss(y, u)``      the vector ``dL/du`` (the ``1/n`` is included); ``dloss_raw`` is ``n dL/du``,
+                       for kernels that fold the ``1/n`` into their own scalars,
 * ``d2loss(y, u)``     the diagonal of ``d^2 L / du^2`` (the ``1/n`` is included),
 * ``curvature``        an upper bound of ``n * d2loss``: the Hessian of ``L`` in ``w`` is bounded by
                        ``curvature * X.T @ X / n``, which is how Lipschitz constants are estimated,
@@ -30,6 +31,11 @@ class Loss:
         raise NotImplementedError
 
     def dloss(self, y, u, out=None):
+        out = self.dloss_raw(y, u, out=out)
+        out *= 1.0 / out.shape[0]
+        return out
+
+    def dloss_raw(self, y, u, out=None):
         raise NotImplementedError
 
     def d2loss(self, y, u):
@@ -59,10 +65,8 @@ class Squared(Loss):
         r = u - y
         return 0.5 * float(r @ r) / r.shape[0]
 
-    def dloss(self, y, u, out=None):
-        out = np.subtract(u, y, out=out)
-        out *= 1.0 / out.shape[0]
-        return out
+    def dloss_raw(self, y, u, out=None):
+        return np.subtract(u, y, out=out)
 
     def d2loss(self, y, u):
         return np.full(np.shape(u), 1.0 / np.shape(u)[0])
@@ -105,13 +109,12 @@ class SquaredHinge(_BinaryLoss):
         slack = np.maximum(0.0, 1.0 - y * u)
         return 0.5 * float(slack @ slack) / slack.shape[0]
 
-    def dloss(self, y, u, out=None):
+    def dloss_raw(self, y, u, out=None):
         out = np.multiply(y, u, out=out)
         np.subtract(1.0, out, out=out)
         np.maximum(out, 0.0, out=out)
         out *= y
-        out *= -1.0 / out.shape[0]
-        return out
+        return np.negative(out, out=out)
 
     def d2loss(self, y, u):
         n = np.shape(u)[0]
@@ -128,13 +131,12 @@ class Logistic(_BinaryLoss):
     def value(self, y, u):
         return float(np.mean(np.logaddexp(0.0, -y * u)))
 
-    def dloss(self, y, u, out=None):
+    def dloss_raw(self, y, u, out=None):
         out = np.multiply(y, u, out=out)
         np.negative(out, out=out)
         expit(out, out=out)
         out *= y
-        out *= -1.0 / out.shape[0]
-        return out
+        return np.negative(out, out=out)
 
     def d2loss(self, y, u):
         z = expit(y * u)

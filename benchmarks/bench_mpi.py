@@ -13,17 +13,12 @@ Every run with more ranks than cores is labelled oversubscribed.
 """
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
-import time
 
-from _common import HERE, Run, choose_profile, fmt, mean_std, parser, plot, print_table
+from asyos.benchmarking.common import (Run, choose_profile, fmt, mean_std, parser, plot, print_table,
+                                      run_asyos)
 
-REPO = os.path.dirname(HERE)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROFILES = {
     "paper": {"ranks": 13, "repeats": 3,
               "settings": {"regression": "kdd16_mpi_regression.toml",
@@ -32,28 +27,6 @@ PROFILES = {
     "quick": {"ranks": 3, "repeats": 1, "settings": {"regression": "kdd16_mpi_regression.toml"},
               "extra": ["--n-features", "600", "--n-samples", "200", "--n-informative", "8", "--budget", "8"]},
 }
-
-
-def mpiexec_path():
-    return shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
-
-
-def asyos(args, ranks=None, timeout=600):
-    """Run ``[mpiexec -n ranks] python -m asyos.run args --output tmp``; returns (record, seconds)."""
-    out_dir = tempfile.mkdtemp(prefix="asyos-bench-")
-    cmd = [sys.executable, "-m", "asyos.run", *args, "--output", out_dir, "--quiet"]
-    if ranks is not None:
-        cmd = [mpiexec_path(), "-n", str(ranks), *cmd]
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
-    seconds = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
-    with open(os.path.join(out_dir, "results.json")) as fh:
-        record = json.load(fh)
-    shutil.rmtree(out_dir, ignore_errors=True)
-    return record, seconds
 
 
 def brief(record, seconds):
@@ -77,7 +50,7 @@ def main():
 
     default_args = profile["extra"]
     for repeat in range(profile["repeats"]):
-        record, seconds = asyos(default_args, ranks)
+        record, seconds = run_asyos(default_args, ranks)
         run.unit({"part": "default", "repeat": repeat, "ranks": ranks, **brief(record, seconds)})
     rows = []
     d = [u for u in run.units if u["part"] == "default"]
@@ -92,11 +65,11 @@ def main():
 
     for task, config in profile["settings"].items():
         cfg = ["--config", os.path.join(REPO, "cluster_configs", config), *profile["extra"]]
-        record, seconds = asyos(cfg)
+        record, seconds = run_asyos(cfg)
         run.unit({"part": task, "mode": "sequential", **brief(record, seconds)})
         for bound in (None, q):
             extra = [] if bound is None else ["--max-staleness", str(bound)]
-            record, seconds = asyos(cfg + extra, ranks)
+            record, seconds = run_asyos(cfg + extra, ranks)
             run.unit({"part": task, "mode": "mpi", "bound": bound, **brief(record, seconds)})
     summary = {"default": {"wall_s": walls, "ranks": ranks, "cores": cores}}
     for task in profile["settings"]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from _common import Run, choose_profile, fmt, mean_std, parser, plot, print_table
+from asyos.benchmarking.common import Run, choose_profile, fmt, mean_std, parser, plot, print_table
 
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution
 from asyos.data.synthetic import SyntheticSource

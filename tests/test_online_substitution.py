@@ -177,6 +177,8 @@ def test_worker_state_pickles_mid_run_and_continues_identically():
         central.apply(push.delta, push.version_read)
         worker.commit()
     worker2, central2 = pickle.loads(pickle.dumps((worker, central)))
+    assert np.shares_memory(worker2.delta, worker2.buffer) and np.shares_memory(central2.u, central2.u_ext)
+    assert np.shares_memory(worker2.state._wm, worker2.state.w)
     run_loopback(worker, central)
     run_loopback(worker2, central2)
     np.testing.assert_array_equal(central.u, central2.u)

@@ -67,12 +67,22 @@ class Worker:
         self.buffer = np.zeros(self.n + PUSH_HEADER)
         self.delta = self.buffer[:self.n]
         self.buffer[self.n + PUSH_STEPS] = 1
+        self._push = Push(self.delta, self.buffer, 0, -1, 0)   # reused: a push lives until the next step
         self._retained = np.zeros(shard.n_local, dtype=bool)
         self._pass, self._pos = 0, 0
         self._cursor_before = None
         self.steps = 0                 # committed steps
         self.proposals = 0             # including refused ones
         self.log = SelectionLog(worker_id) if log_selection else None
+
+    def __getstate__(self):
+        """``delta`` is a view of the wire buffer, which pickling would cut: rebuilt on load."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("delta", "_push")}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.delta = self.buffer[:self.n]
+        self._push = Push(self.delta, self.buffer, 0, -1, 0)
 
     @property
     def done(self) -> bool:
@@ -94,7 +104,8 @@ class Worker:
         return None
 
     def propose(self, u: np.ndarray, version: int = 0) -> Optional[Push]:
-        """One step at central state ``u`` (read at ``version``); ``None`` when the passes are done."""
+        """One step at central state ``u`` (read at ``version``); ``None`` when the passes are done.
+        The returned ``Push`` (and its buffer) is reused by the next call."""
         self._cursor_before = (self._pass, self._pos)
         nxt = self._next_feature()
         if nxt is None:
@@ -107,7 +118,9 @@ class Worker:
             raise DivergenceError(f"{exc} (pass {nxt[0] + 1}, feature {int(self.shard.columns[j])})") from None
         self.buffer[self.n + PUSH_VERSION] = version
         self.proposals += 1
-        return Push(self.delta, self.buffer, int(version), int(self.shard.columns[j]), action)
+        push = self._push
+        push.version_read, push.feature, push.action = int(version), int(self.shard.columns[j]), action
+        return push
 
     def commit(self):
         action, j, left, slot = self.state.commit()
@@ -159,8 +172,17 @@ class Central:
         self.steps = 0                  # worker steps applied (a push may sum several)
         self.max_staleness = max_staleness
         self.refused = 0
-        self._hist = np.zeros(16, dtype=np.int64)
+        self.accepted = 0
+        self._hist = [0] * 16
         self.monitor = monitor
+
+    def __getstate__(self):
+        """``u`` is a view of the reply buffer ``u_ext``, which pickling would cut: rebuilt on load."""
+        return {k: v for k, v in self.__dict__.items() if k != "u"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.u = self.u_ext[:self.n]
 
     def apply(self, delta: np.ndarray, version_read: int, steps: int = 1, own_unseen: int = 0) -> bool:
         """Add a push (``steps`` worker steps summed) unless it is too stale; True if applied.
@@ -176,24 +198,22 @@ class Central:
             return False
         self.u += delta
         self.version += 1
+        self.accepted += 1
         self.steps += steps
         self.u_ext[self.n + REPLY_VERSION] = self.version
-        if staleness >= self._hist.size:
-            self._hist = np.concatenate([self._hist, np.zeros(max(staleness + 1, 2 * self._hist.size)
-                                                              - self._hist.size, dtype=np.int64)])
-        self._hist[staleness] += 1
+        hist = self._hist
+        if staleness >= len(hist):
+            hist.extend([0] * (staleness + 1 - len(hist)))
+        hist[staleness] += 1
         if self.monitor is not None:
             self.monitor(self)
         return True
 
     @property
-    def accepted(self) -> int:
-        return int(self._hist.sum())
-
-    @property
     def staleness_histogram(self) -> np.ndarray:
-        nz = np.flatnonzero(self._hist)
-        return self._hist[: nz[-1] + 1].copy() if nz.size else np.zeros(1, dtype=np.int64)
+        hist = np.asarray(self._hist, dtype=np.int64)
+        nz = np.flatnonzero(hist)
+        return hist[: nz[-1] + 1] if nz.size else np.zeros(1, dtype=np.int64)
 
     def staleness_summary(self) -> dict:
         return staleness_summary(self.staleness_histogram)

@@ -64,8 +64,32 @@ class SubstitutionState:
         self._g = np.empty(self.n)
         self._gS = np.empty(cap)
         self._dw = np.empty(cap)
+        self._new_w = np.empty(cap)
+        self._abs_w = np.empty(cap)
         self._u_next = np.empty(self.n)
         self._pending = None
+        # the gradient is taken raw (n dL/du), so the 1/n goes into the step scalars
+        self._new_scale = -self.step_size / self.n
+        self._retained_scale = self._new_scale / self.step_divisor
+        self._resize(0)
+        self.checks = 0            # decrease checks evaluated
+        self.check_rejections = 0  # substitutions the check turned down
+
+    _VIEWS = ("_XSm", "_wm", "_dwm", "_gSm", "_new_wm", "_abs_wm")
+
+    def __getstate__(self):
+        """Views do not survive pickling (they come back as copies): rebuild them instead."""
+        return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._resize(self.size)
+
+    def _resize(self, m):
+        """Views of the first ``m`` slots (they change only while the retained set fills)."""
+        self.size = m
+        self._XSm, self._wm, self._dwm, self._gSm = self.XS[:m], self.w[:m], self._dw[:m], self._gS[:m]
+        self._new_wm, self._abs_wm = self._new_w[:m], self._abs_w[:m]
 
     # ------------------------------------------------------------------------------------------
     def propose(self, j: int, xj: np.ndarray, u: np.ndarray, delta: np.ndarray) -> int:
@@ -74,28 +98,25 @@ class SubstitutionState:
         Writes ``Delta u`` into ``delta`` and returns ``ENTER``, ``SUBSTITUTE`` or ``REJECT``.
         """
         m = self.size
-        eta = self.step_size
-        g = self.loss.dloss(self.y, u, out=self._g)
-        XS = self.XS[:m]
-        dw = self._dw[:m]
+        g = self.loss.dloss_raw(self.y, u, out=self._g)   # n dL/du
+        XS, dw, gS = self._XSm, self._dwm, self._gSm
         if m:
-            np.dot(XS, g, out=self._gS[:m])
-            np.multiply(self._gS[:m], -eta / self.step_divisor, out=dw)
-            np.dot(dw, XS, out=delta)              # X_S (w_S' - w_S)
+            np.dot(XS, g, out=gS)
+            np.multiply(gS, self._retained_scale, out=dw)   # -(eta/m) X_S^T dL/du
+            np.dot(dw, XS, out=delta)                       # X_S (w_S' - w_S)
         else:
             delta.fill(0.0)
-        wj = -eta * float(np.dot(xj, g))
-        gS = self._gS[:m]
-        if not math.isfinite(wj * wj + float(gS @ gS)):      # squares overflow long before inf/NaN
+        wj = self._new_scale * float(np.dot(xj, g))         # -eta x_j^T dL/du
+        if not math.isfinite(wj * wj + float(np.dot(gS, gS))):   # squares overflow long before inf/NaN
             raise DivergenceError(
-                f"the weights became non-finite: the step size {eta:.4g} is too large for these data "
-                f"(L_F estimated {self.lipschitz:.4g}); pass a smaller --step-size")
+                f"the weights became non-finite: the step size {self.step_size:.4g} is too large for these "
+                f"data (L_F estimated {self.lipschitz:.4g}); pass a smaller --step-size")
 
         if m < self.budget:
             action, k = ENTER, m
         else:
-            new_w = self.w[:m] + dw
-            k = int(np.argmin(np.abs(new_w)))
+            new_w = np.add(self._wm, dw, out=self._new_wm)
+            k = int(np.argmin(np.abs(new_w, out=self._abs_wm)))
             if abs(wj) <= abs(new_w[k]):
                 action = REJECT
             elif self.decrease_check:
@@ -109,6 +130,8 @@ class SubstitutionState:
                 w_k = self.w[k]
                 diff_sq = float(dw @ dw) - dw[k] * dw[k] + w_k * w_k + wj * wj
                 action = SUBSTITUTE if f_next - f_prev <= self.decrease_factor * diff_sq else REJECT
+                self.checks += 1
+                self.check_rejections += action == REJECT
             else:
                 action = SUBSTITUTE
             if action == SUBSTITUTE:
@@ -124,15 +147,14 @@ class SubstitutionState:
         left (``-1`` if none) and the slot now holding ``j`` (``-1`` if rejected)."""
         action, j, xj, wj, k = self._pending
         self._pending = None
-        m = self.size
-        self.w[:m] += self._dw[:m]
+        self._wm += self._dwm
         left = -1
         if action == REJECT:
             return action, j, left, -1
         if action == SUBSTITUTE:
             left = int(self.slots[k])
         else:
-            self.size = m + 1
+            self._resize(self.size + 1)
         self.XS[k] = xj
         self.w[k] = wj
         self.slots[k] = j

@@ -1,4 +1,4 @@
-"""Shared plumbing of the benchmark scripts: profiles, tables, JSON and plots.
+"""Shared plumbing of the benchmarks: profiles, tables, JSON and plots.
 
 Every script appends one JSON line per finished unit to ``<output>/<name>.jsonl`` (a failed run
 keeps what finished), then writes the summary ``<output>/<name>.json`` and prints a table; where a
@@ -9,21 +9,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+from ..results import ResultsLog, environment, to_jsonable, write_json_atomic
 
-from asyos.results import ResultsLog, environment, to_jsonable, write_json_atomic  # noqa: E402
+DEFAULT_OUTPUT = os.path.join("benchmarks", "results")
 
 
-def parser(description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=description)
+def parser(description: str, prog: str = None) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description, prog=prog)
     p.add_argument("--quick", action="store_true", help="tiny profile for CI (seconds)")
     p.add_argument("--seeds", type=int, help="repetitions (default: the profile's)")
-    p.add_argument("--output", default=os.path.join(HERE, "results"), help="directory for JSON/PNG")
+    p.add_argument("--output", default=DEFAULT_OUTPUT, help=f"directory for JSON/PNG (default {DEFAULT_OUTPUT})")
     return p
 
 
@@ -99,3 +101,34 @@ def plot(path: str, draw) -> bool:
 
 def dumps(obj) -> str:
     return json.dumps(to_jsonable(obj))
+
+
+def mpiexec_path():
+    """The ``mpiexec`` installed next to this interpreter (the mpich wheel's), else the one on PATH."""
+    return shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
+
+
+def run_asyos(args, ranks=None, timeout=900):
+    """``[mpiexec -n ranks] python -m asyos.run args --output tmp --quiet``; returns ``(record, seconds)``,
+    the run's ``results.json`` and the wall time of the whole command (start-up included)."""
+    out_dir = tempfile.mkdtemp(prefix="asyos-bench-")
+    cmd = [sys.executable, "-m", "asyos.run", *map(str, args), "--output", out_dir, "--quiet"]
+    if ranks is not None:
+        launcher = mpiexec_path()
+        if launcher is None:
+            raise SystemExit("mpiexec not found: pip install 'asyos[mpi]'")
+        cmd = [launcher, "-n", str(ranks), *cmd]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    seconds = time.perf_counter() - start
+    try:
+        if proc.returncode != 0:
+            raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
+        with open(os.path.join(out_dir, "results.json")) as fh:
+            return json.load(fh), seconds
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -1,0 +1,143 @@
+"""What one Online Substitution step costs, against the BLAS work it cannot avoid.
+
+At ``n`` = 1000 and ``s`` = 64 (the KDD'16 MPI setting) a step must compute ``X_S^T g`` and
+``X_S dw``: two matrix-vector products with a 64 x 1000 block, the *BLAS floor*. In one process this
+measures the floor, sequential OS per feature (p = 4096, 2 passes; the goal is <= 2x the floor), and
+a breakdown of the step. Times are the best of several repeats, for the floor and for OS alike (the
+machine's noise only ever adds time); the floor and the OS runs are measured interleaved. The
+breakdown is: every operation it performs, timed alone at the same sizes and weighted by
+how often a step performs it; what is left is Python dispatch and bookkeeping. Then one Asy-OS
+worker step under MPI (2 ranks, a core each): asynchronous phase / steps, in both push modes.
+
+    python benchmarks/bench_core_cost.py [--quick]
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+import numpy as np
+from scipy.linalg.blas import daxpy
+
+from asyos.benchmarking.common import Run, choose_profile, parser, print_table, run_asyos
+from asyos.data.shard import FeatureShard
+from asyos.data.synthetic import SyntheticSource
+from asyos.distributed.roles import Central
+from asyos.learners.online_substitution import SubstitutionOptions, local_lipschitz, make_worker, run_loopback
+from asyos.learners.substitution import ENTER, SUBSTITUTE
+from asyos.losses import get_loss
+
+PROFILES = {
+    "paper": {"n": 1000, "p": 4096, "s": 64, "passes": 2, "repeats": 7, "calls": 20000, "mpi_repeats": 3},
+    "quick": {"n": 1000, "p": 1024, "s": 64, "passes": 1, "repeats": 3, "calls": 2000, "mpi_repeats": 1},
+}
+
+
+def per_call(fn, calls, repeats):
+    """Best over ``repeats`` of the time per call of ``fn`` (``calls`` calls each)."""
+    for _ in range(min(calls, 200)):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - t0) / calls)
+    return min(times)
+
+
+def os_run(data, s, passes, lipschitz):
+    loss = get_loss("squared")
+    worker = make_worker(FeatureShard(data.X), data.y, loss, s, lipschitz, SubstitutionOptions(passes=passes))
+    central = Central(data.n_samples)
+    t0 = time.perf_counter()
+    run_loopback(worker, central)
+    return (time.perf_counter() - t0) / worker.steps, worker, central
+
+
+def main():
+    args = parser(__doc__.splitlines()[0]).parse_args()
+    profile = choose_profile(args, PROFILES)
+    run = Run("core_cost", args, profile)
+    n, p, s, calls, reps = profile["n"], profile["p"], profile["s"], profile["calls"], profile["repeats"]
+    data = SyntheticSource("regression", n_features=p, n_informative=s, n_samples=n, seed=0).load(with_test=False)
+    loss = get_loss("squared")
+    lipschitz = local_lipschitz(FeatureShard(data.X), s, loss, seed=0)
+
+    # sequential OS per feature and the BLAS floor, interleaved, best of the repeats
+    probe = os_run(data, s, 1, lipschitz)[1].state
+    XSf = probe.XS[:probe.size].copy()
+    gf, gSf, dwf, outf = (np.random.default_rng(1).standard_normal(k) for k in (n, XSf.shape[0], XSf.shape[0], n))
+    floor_calls = {"X_S^T g (gemv)": lambda: np.dot(XSf, gf, out=gSf), "X_S dw (gemv)": lambda: np.dot(dwf, XSf, out=outf)}
+    runs, floors = [], {name: [] for name in floor_calls}
+    for _ in range(reps):
+        runs.append(os_run(data, s, profile["passes"], lipschitz))
+        for name, fn in floor_calls.items():
+            floors[name].append(per_call(fn, calls // 4, 2))
+    os_step = min(r[0] for r in runs)
+    worker, central = runs[-1][1], runs[-1][2]
+    state = worker.state
+    steps = worker.steps
+    actions = {"enter": sum(r[4] == "enter" for r in worker.log.rows),
+               "leave": sum(r[4] == "leave" for r in worker.log.rows)}
+
+    # the floor and the operations of a step, at the sizes of a full retained set
+    XS = state.XS[:state.size]
+    m = XS.shape[0]
+    rng = np.random.default_rng(0)
+    u, y, xj = central.u.copy(), data.y, data.X[:, 0].copy()
+    g, gS, dw, delta, tmp = np.empty(n), np.empty(m), rng.standard_normal(m) * 1e-3, np.empty(n), np.empty(n)
+    w = state.w[:m].copy()
+    new_w, abs_w = np.empty(m), np.empty(m)
+    ops = {
+        "gradient n dL/du": (lambda: loss.dloss_raw(y, u, out=g), 1.0),
+        "new feature x_j^T g": (lambda: float(np.dot(xj, g)), 1.0),
+        "retained step eta/m": (lambda: np.multiply(gS, -0.1, out=dw), 1.0),
+        "divergence guard": (lambda: math.isfinite(0.5 + float(np.dot(gS, gS))), 1.0),
+        "weakest retained": (lambda: int(np.argmin(np.abs(np.add(w, dw, out=new_w), out=abs_w))), 1.0),
+        "decrease check": (lambda: (np.add(u, delta, out=tmp), daxpy(xj, tmp, a=0.1), daxpy(xj, tmp, a=-0.1),
+                                    loss.value(y, u), loss.value(y, tmp)), state.checks / steps),
+        "enter/substitute (axpy, copy)": (lambda: (daxpy(xj, delta, a=0.1), tmp.__setitem__(slice(None), xj)),
+                                          (actions["enter"] + actions["leave"]) / steps),
+        "central u += delta": (lambda: np.add(u, delta, out=u), 1.0),
+    }
+    timings = {name: min(t) for name, t in floors.items()}
+    timings.update({name: per_call(fn, calls, reps) * weight for name, (fn, weight) in ops.items()})
+    floor = timings["X_S^T g (gemv)"] + timings["X_S dw (gemv)"]
+    rest = os_step - sum(timings.values())
+    rows = [[name, f"{t * 1e6:.2f}", f"{t / floor:.2f}"] for name, t in timings.items()]
+    rows.append(["Python dispatch, schedule, log, bookkeeping (rest)", f"{rest * 1e6:.2f}", f"{rest / floor:.2f}"])
+    rows.append(["OS per feature (measured)", f"{os_step * 1e6:.2f}", f"{os_step / floor:.2f}"])
+    print_table(f"OS step at n = {n}, s = {s} (p = {p}, {profile['passes']} passes, {steps} steps; "
+                f"{state.checks} decrease checks): microseconds per feature, and x the BLAS floor "
+                f"({floor * 1e6:.2f} us)", ["part", "us / feature", "x floor"], rows)
+    run.unit({"part": "os", "n": n, "s": s, "p": p, "steps": steps, "os_step_s": os_step, "blas_floor_s": floor,
+              "ratio": os_step / floor, "breakdown_s": timings, "rest_s": rest, "checks": state.checks})
+
+    # one Asy-OS worker step under MPI: 2 ranks, a core each
+    rows = []
+    for mode in ("pipelined", "each-step"):
+        per = []
+        for _ in range(profile["mpi_repeats"]):
+            record, _ = run_asyos(["--n-samples", n, "--n-features", p, "--n-informative", s, "--passes",
+                                   profile["passes"], "--push-mode", mode], ranks=2)
+            wk = record["workers"][0]
+            per.append((record["timing"]["async_s"] / record["steps"], wk["compute_s"] / wk["steps"],
+                        record["steps_per_push"], record["oversubscribed"]))
+        wall, compute = statistics.median(x[0] for x in per), statistics.median(x[1] for x in per)
+        rows.append([mode, f"{wall * 1e6:.2f}", f"{compute * 1e6:.2f}", f"{wall / floor:.2f}",
+                     f"{per[-1][2]:.2f}", "yes" if per[-1][3] else "no"])
+        run.unit({"part": "asy-os worker", "mode": mode, "step_wall_s": wall, "step_compute_s": compute,
+                  "ratio": wall / floor, "steps_per_push": per[-1][2], "oversubscribed": per[-1][3]})
+    print_table(f"One Asy-OS worker (budget {s}, n = {n}) under mpiexec -n 2: wall time per step of the "
+                f"asynchronous phase, and its propose+commit part",
+                ["push mode", "us / step", "compute us / step", "x floor", "steps / push", "oversubscribed"],
+                rows)
+    path = run.finish({"os_per_feature_us": os_step * 1e6, "blas_floor_us": floor * 1e6,
+                       "ratio": os_step / floor})
+    print(f"results: {path}")
+
+
+if __name__ == "__main__":
+    main()
