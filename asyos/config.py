@@ -64,6 +64,7 @@ class RunConfig:
     schedule: str = "round-robin"
     sharding: str = "contiguous"
     push_mode: str = "auto"
+    max_batch: int = 16
     watchdog_timeout: float = 5.0
     setup_timeout: float = 600.0
     trace_every: int = 0
@@ -111,7 +112,7 @@ class RunConfig:
             value = getattr(self, name)
             if value is not None:
                 _require(value >= 1, f"--{_flag(name)} must be at least 1; got {value}")
-        for name in ("n_test", "max_staleness", "trace_every"):
+        for name in ("n_test", "max_staleness", "trace_every", "max_batch"):
             value = getattr(self, name)
             if value is not None:
                 _require(value >= 0, f"--{_flag(name)} must be >= 0; got {value}")

@@ -75,6 +75,9 @@ def make_parser() -> argparse.ArgumentParser:
                                        "into the next), each-step (wait for the fresh u_C after every step, "
                                        "KDD'16 Alg. 3 literally), or auto (default: pipelined, each-step "
                                        "with --max-staleness)")
+    g.add_argument("--max-batch", type=int, help="MPI, pipelined: the most steps a worker sums into one push "
+                                                 "while its previous push is in flight; then it waits "
+                                                 "(default 16; 0 = no limit)")
     g.add_argument("--watchdog-timeout", type=float, help="MPI: seconds of silence before a worker is "
                                                           "declared lost (default 5)")
     g.add_argument("--setup-timeout", type=float, help="MPI: seconds every rank may take to load its data "

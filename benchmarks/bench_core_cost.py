@@ -25,7 +25,6 @@ from asyos.data.shard import FeatureShard
 from asyos.data.synthetic import SyntheticSource
 from asyos.distributed.roles import Central
 from asyos.learners.online_substitution import SubstitutionOptions, local_lipschitz, make_worker, run_loopback
-from asyos.learners.substitution import ENTER, SUBSTITUTE
 from asyos.losses import get_loss
 
 PROFILES = {
@@ -69,7 +68,8 @@ def main():
     probe = os_run(data, s, 1, lipschitz)[1].state
     XSf = probe.XS[:probe.size].copy()
     gf, gSf, dwf, outf = (np.random.default_rng(1).standard_normal(k) for k in (n, XSf.shape[0], XSf.shape[0], n))
-    floor_calls = {"X_S^T g (gemv)": lambda: np.dot(XSf, gf, out=gSf), "X_S dw (gemv)": lambda: np.dot(dwf, XSf, out=outf)}
+    floor_calls = {"X_S^T g (gemv)": lambda: np.dot(XSf, gf, out=gSf),
+                   "X_S dw (gemv)": lambda: np.dot(dwf, XSf, out=outf)}
     runs, floors = [], {name: [] for name in floor_calls}
     for _ in range(reps):
         runs.append(os_run(data, s, profile["passes"], lipschitz))

@@ -13,7 +13,6 @@ import numpy as np
 
 from ..data.shard import FeatureShard
 from ..data.sharding import SHARDING_SCHEMES, shard_columns, split_budget
-from ..distributed.roles import Central
 from ..distributed.simulator import check_simulation_args, simulate
 from ..errors import InputError
 from .base import check_positive_int
