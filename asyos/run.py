@@ -41,6 +41,8 @@ def make_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("what to run")
     g.add_argument("--algorithm", help="registered algorithm (default: os)")
     g.add_argument("--list-algorithms", action="store_true", help="list the algorithms and exit")
+    g.add_argument("--benchmark", metavar="NAME", help="run a shipped benchmark (speedup); must come first, its own "
+                                                       "options follow (--benchmark speedup --help)")
     g.add_argument("--config", help="TOML file of settings (flags override it)")
     g = p.add_argument_group("data (default: a KDD'16 synthetic problem)")
     g.add_argument("--data", help="dense .npz, a directory of sparse X_*.npz + y_*.npy, or libsvm text")
@@ -198,6 +200,8 @@ def main(argv=None) -> int:
     atexit.register(supervisor.mark_finished)   # registered before mpi4py: runs after MPI_Finalize
     comm = None
     rank = 0
+    if argv[:1] == ["--benchmark"] or (argv and argv[0].startswith("--benchmark=")):
+        return _benchmark(argv)
     try:
         comm = _mpi_world()
         rank = comm.Get_rank() if comm is not None else 0
@@ -229,6 +233,23 @@ def main(argv=None) -> int:
             raise
         _abort(comm, rank, "failed:\n" + traceback.format_exc(), EXIT_INTERNAL)
         raise
+
+
+def _benchmark(argv) -> int:
+    """``--benchmark NAME [options]``: a benchmark that ships with the package (it starts its own
+    ``mpiexec`` runs, so it is itself started without one)."""
+    from .benchmarking import BENCHMARKS, run_benchmark
+    name, rest = (argv[1] if len(argv) > 1 else None, argv[2:]) if argv[0] == "--benchmark" \
+        else (argv[0].split("=", 1)[1], argv[1:])
+    try:
+        if _env.launched_by_mpi():
+            raise InputError("--benchmark starts its own mpiexec runs; start it without mpiexec")
+        if not name:
+            raise InputError(f"--benchmark needs a name: {', '.join(sorted(BENCHMARKS))}")
+        return run_benchmark(name, rest)
+    except InputError as exc:
+        print(f"asyos: error: {exc}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
 
 
 def _abort(comm, rank, what, code):

@@ -101,6 +101,8 @@ BAD = [
     (["--loss", "hinge"], "unknown loss 'hinge'"),
     (["--push-mode", "pipelined", "--max-staleness", "3"], "use it with --push-mode each-step"),
     (["--push-mode", "eager"], "unknown --push-mode 'eager'"),
+    (["--benchmark", "nope"], "unknown benchmark 'nope'"),
+    (["--benchmark"], "--benchmark needs a name"),
     (["--algorithm", "grafting"], "unknown algorithm 'grafting'"),
     (["--budgett", "3"], "unrecognized arguments"),
     (["--passes", "two"], "invalid int value"),

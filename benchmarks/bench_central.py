@@ -1,0 +1,85 @@
+"""Can the central rank keep up? Its push capacity against the rate 12 workers generate.
+
+For n = 1000 and n = 100000:
+
+* **capacity**: the central rank's own busy time per push (poll, apply ``u_C += delta``, copy and
+  send the reply, repost the receive), measured inside the engine in a one-worker run where it has a
+  core to itself; capacity = 1 / service time;
+* **12 workers here**: the push and step rates of a real 12-worker run on this machine
+  (oversubscribed on 2 cores), and the central rank's utilization in it;
+* **12 dedicated workers, one push per step**: 12 / (a worker's step time at budget s/12, timed in
+  this process), the rate Alg. 3 would demand if every step were pushed alone; pipelined pushes
+  sum the steps taken while a push is in flight, which caps the demand at the central's pace.
+
+    python benchmarks/bench_central.py [--quick]
+"""
+from __future__ import annotations
+
+import statistics
+
+from asyos.benchmarking.common import Run, choose_profile, parser, print_table, run_asyos
+from asyos.benchmarking.speedup import step_times
+from asyos.data.synthetic import SyntheticSource
+from asyos.losses import get_loss
+
+PROFILES = {
+    "paper": {"seeds": 3, "cases": [
+        {"n": 1000, "p": 8192, "s": 64, "p_capacity": 2048, "passes": 2},
+        {"n": 100000, "p": 600, "s": 24, "p_capacity": 240, "passes": 1}]},
+    "quick": {"seeds": 1, "cases": [
+        {"n": 1000, "p": 1200, "s": 24, "p_capacity": 600, "passes": 1}]},
+}
+WORKERS = 12
+
+
+def args_for(case, p, s):
+    return ["--n-samples", case["n"], "--n-features", p, "--n-informative", s, "--passes", case["passes"]]
+
+
+def main():
+    args = parser(__doc__.splitlines()[0]).parse_args()
+    profile = choose_profile(args, PROFILES)
+    run = Run("central", args, profile)
+    rows, summary = [], {}
+    for case in profile["cases"]:
+        n, s = case["n"], case["s"]
+        service = []
+        for seed in range(profile["seeds"]):
+            record, _ = run_asyos(args_for(case, case["p_capacity"], s) + ["--seed", seed], ranks=2)
+            service.append(record["central"]["service_us"] * 1e-6)
+        service_s = statistics.median(service)
+        here = []
+        for seed in range(profile["seeds"]):
+            record, _ = run_asyos(args_for(case, case["p"], s) + ["--seed", seed], ranks=WORKERS + 1)
+            here.append(record)
+        pushes = statistics.median(r["pushes_per_s"] for r in here)
+        steps = statistics.median(r["steps"] / r["timing"]["async_s"] for r in here)
+        util = statistics.median(r["central"]["utilization"] for r in here)
+        per_push = statistics.median(r["steps_per_push"] for r in here)
+        data = SyntheticSource("regression", n_features=min(case["p"], 1200), n_informative=s, n_samples=n,
+                               seed=1).load(with_test=False)
+        local_budget = max(1, s // WORKERS)
+        levels, medians = step_times(data, get_loss("squared"), local_budget, timed_steps=200)
+        step_s = float(medians[-1])
+        dedicated = WORKERS / step_s
+        capacity = 1.0 / service_s
+        entry = {"n": n, "central_service_us": service_s * 1e6, "capacity_pushes_per_s": capacity,
+                 "here_pushes_per_s": pushes, "here_steps_per_s": steps, "here_steps_per_push": per_push,
+                 "here_central_utilization": util, "capacity_over_here": capacity / pushes,
+                 "worker_step_us": step_s * 1e6, "local_budget": local_budget,
+                 "dedicated_one_push_per_step": dedicated, "capacity_over_dedicated": capacity / dedicated}
+        summary[n] = entry
+        run.unit(entry)
+        rows.append([n, f"{service_s * 1e6:.1f}", f"{capacity:,.0f}", f"{pushes:,.0f}", f"{steps:,.0f}",
+                     f"{per_push:.1f}", f"{util:.2f}", f"{capacity / pushes:.1f}x", f"{step_s * 1e6:.1f}",
+                     f"{dedicated:,.0f}", f"{capacity / dedicated:.2f}x"])
+    print_table(f"Central rank capacity vs {WORKERS} workers (medians of {profile['seeds']} runs)",
+                ["n", "service us/push", "capacity pushes/s", "12 here: pushes/s", "steps/s", "steps/push",
+                 "central util", "capacity / here", "step us (budget s/12)", "12 dedicated: 1 push/step",
+                 "capacity / that"], rows)
+    path = run.finish(summary)
+    print(f"results: {path}")
+
+
+if __name__ == "__main__":
+    main()

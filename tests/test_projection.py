@@ -1,0 +1,88 @@
+"""The discrete-event replay (``asyos.distributed.projection``) against what it must reproduce."""
+import numpy as np
+import pytest
+
+from asyos import OnlineSubstitution, make_regression
+from asyos.distributed.projection import Costs, SimulatedClock, replay, sequential_time
+from asyos.distributed.roles import Central
+from asyos.learners.asy_os import build_workers
+from asyos.learners.online_substitution import SubstitutionOptions
+from asyos.losses import get_loss
+from asyos.trace import ObjectiveTrace, first_reaching
+
+FREE = Costs(step_base_s=10e-6, step_per_retained_s=0.0, step_protocol_s=0.0, push_send_s=0.0, latency_s=0.0,
+             bandwidth_bytes_per_s=float("inf"), central_service_s=0.0)
+REAL = Costs(step_base_s=9e-6, step_per_retained_s=0.25e-6, step_protocol_s=1e-6, push_send_s=2e-6, latency_s=2e-6,
+             bandwidth_bytes_per_s=5e9, central_service_s=6e-6)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return make_regression(n_features=600, n_informative=12, n_samples=150, seed=2)
+
+
+def workers_for(d, q, passes=2):
+    return build_workers(d.X, d.y, get_loss("squared"), 12, q, SubstitutionOptions(passes=passes), seed=0)[0]
+
+
+def test_one_worker_with_free_messages_is_sequential_os(problem):
+    d = problem
+    seq = OnlineSubstitution(budget=12, passes=2, refit=False).fit(d.X, d.y)
+    workers, central, clock = workers_for(d, 1), Central(d.n_samples), SimulatedClock()
+    report = replay(workers, central, FREE, clock)
+    support, weights = workers[0].selection()
+    np.testing.assert_array_equal(support, seq.support_)
+    np.testing.assert_allclose(weights, seq.raw_coef_[support], rtol=1e-9)
+    assert report.steps == seq.n_steps_ and report.staleness["max"] == 0
+    assert report.time_s == pytest.approx(seq.n_steps_ * 10e-6)
+
+
+def test_sequential_time_is_the_sum_of_step_costs(problem):
+    d = problem
+    workers, central, clock = workers_for(d, 1), Central(d.n_samples), SimulatedClock()
+    sizes = []
+    worker = workers[0]
+    original = worker.propose
+
+    def recording_propose(u, version=0):
+        sizes.append(worker.state.size)
+        return original(u, version)
+    worker.propose = recording_propose
+    total = sequential_time(worker, central, REAL, clock)
+    expected = sum(REAL.step_time(m, pipelined=False) for m in sizes[:-1])   # the last call finds no feature
+    assert total == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("mode", ["pipelined", "each-step"])
+def test_replay_bookkeeping_adds_up(problem, mode):
+    d = problem
+    workers, clock = workers_for(d, 4), SimulatedClock()
+    trace = ObjectiveTrace(10, get_loss("squared"), d.y, clock=clock)
+    central = Central(d.n_samples, monitor=trace)
+    report = replay(workers, central, REAL, clock, mode=mode, max_batch=4)
+    assert report.steps == sum(w.steps for w in workers) == central.steps
+    assert report.pushes == central.accepted and 0 < report.central_utilization <= 1
+    np.testing.assert_allclose(central.u, sum(w.state.contribution() for w in workers), rtol=1e-9, atol=1e-12)
+    times = trace.as_dict()["time_s"]
+    assert times == sorted(times) and times[-1] <= report.time_s
+    if mode == "each-step":
+        assert report.pushes == report.steps
+    else:
+        assert report.steps / report.pushes <= 4 + 1e-9
+
+
+def test_faster_messages_reach_a_threshold_sooner(problem):
+    d = problem
+
+    def traced(costs):
+        workers, clock = workers_for(d, 4), SimulatedClock()
+        trace = ObjectiveTrace(5, get_loss("squared"), d.y, clock=clock)
+        central = Central(d.n_samples, monitor=trace)
+        trace.record(central)
+        replay(workers, central, costs, clock)
+        trace.record(central)
+        return trace.as_dict()
+
+    fast, slow = traced(REAL), traced(Costs(**{**REAL.as_dict(), "latency_s": 200e-6, "central_service_s": 50e-6}))
+    threshold = 1.05 * max(fast["train_error"][-1], slow["train_error"][-1])     # both reach it
+    assert first_reaching(fast, threshold)[0] < first_reaching(slow, threshold)[0]
