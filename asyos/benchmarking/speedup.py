@@ -17,8 +17,8 @@ classification s = 32) it
 4. projects q = 1..64 on dedicated cores with the discrete-event replay
    (``asyos.distributed.projection``), from costs calibrated here: the step time against the
    retained size (timed in this process), message latency and bandwidth (``pingpong`` under
-   ``mpiexec -n 2``) and the central rank's service time (a separate one-worker MPI run with another
-   seed); and validates the projection against the q that runs un-oversubscribed here (q = 1 on 2
+   ``mpiexec -n 2``), and from a separate one-worker MPI run with another seed the central rank's
+   service time and the worker loop's own cost per step; and validates the projection against the q that runs un-oversubscribed here (q = 1 on 2
    cores): the prediction must be within 25% of the measured median;
 5. writes ``speedup.json`` and ``speedup.png`` (speedup vs q, measured and projected, with the ideal
    line; training error vs wall time per q, like the paper's Fig. 3).
@@ -221,11 +221,16 @@ def calibrate_costs(run, task, settings, profile, messages) -> Costs:
     for _ in range(2000):
         np.add(view, view, out=view)
     vector_op = (time.perf_counter() - t0) / 2000        # one pass over an n-vector
-    protocol = 2 * vector_op + messages["test_s"]         # view += delta, pending += delta, one Test
+    push_send = messages["post_s"] + vector_op            # post the messages, zero the pending sum
+    # one worker under MPI (seed 1, not a measured run): its wall time per step beyond the compute and
+    # the sends is the pipelined loop's own cost (vector updates, Test, Python)
     record, _ = run_asyos(cli_args(settings, profile, seed=1), ranks=2)
     service = record["central"]["service_us"] * 1e-6
+    wk = record["workers"][0]
+    protocol = max(0.0, (record["timing"]["async_s"] - wk["compute_s"]) / wk["steps"]
+                   - push_send / record["steps_per_push"])
     costs = Costs(step_base_s=float(max(base, 0.0)), step_per_retained_s=float(max(slope, 0.0)),
-                  step_protocol_s=protocol, push_send_s=messages["post_s"] + vector_op,   # post, zero pending
+                  step_protocol_s=protocol, push_send_s=push_send,
                   latency_s=messages["latency_s"], bandwidth_bytes_per_s=messages["bandwidth_bytes_per_s"],
                   central_service_s=service)
     run.unit({"part": "calibration", "task": task, **costs.as_dict()})
