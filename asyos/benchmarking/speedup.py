@@ -18,8 +18,9 @@ classification s = 32) it
    (``asyos.distributed.projection``), from costs calibrated here: the step time against the
    retained size (timed in this process), message latency and bandwidth (``pingpong`` under
    ``mpiexec -n 2``), and from a separate one-worker MPI run with another seed the central rank's
-   service time and the worker loop's own cost per step; and validates the projection against the q that runs un-oversubscribed here (q = 1 on 2
-   cores): the prediction must be within 25% of the measured median;
+   service time and the worker loop's own cost per step; and validates the projection against the
+   q that runs un-oversubscribed here (q = 1 on 2 cores): the prediction must be within 25% of the
+   measured median;
 5. writes ``speedup.json`` and ``speedup.png`` (speedup vs q, measured and projected, with the ideal
    line; training error vs wall time per q, like the paper's Fig. 3).
 """
@@ -34,6 +35,7 @@ import time
 
 import numpy as np
 
+from ..config import RunConfig
 from ..data.synthetic import SyntheticSource
 from ..distributed.projection import Costs, SimulatedClock, replay, sequential_time
 from ..distributed.roles import Central
@@ -269,34 +271,34 @@ def project(task, settings, profile, costs, threshold):
     loss = get_loss(settings["loss"])
     options = SubstitutionOptions(passes=profile["passes"])
     budget = settings["n_informative"]
-    out = {}
-    workers, _ = build_workers(data.X, data.y, loss, budget, 1, options, seed=0)
-    clock = SimulatedClock()
-    trace = ObjectiveTrace(profile["trace_every"], loss, data.y, clock=clock)
-    central = Central(data.n_samples, monitor=trace)
-    trace.record(central)
-    total = sequential_time(workers[0], central, costs, clock)
-    trace.record(central)
-    seq = first_reaching(trace.as_dict(), threshold)
-    out[0] = {"time_to_threshold_s": seq[0] if seq else None, "run_s": total}
-    for q in profile["projected"]:
-        if q > settings["n_features"] or q > budget:
-            continue
+    max_batch = RunConfig().max_batch            # the engine's default, as in the measured runs
+
+    def traced(q, run):
+        """``run(workers, central, clock)`` on q simulated workers, with the training error traced."""
         workers, _ = build_workers(data.X, data.y, loss, budget, q, options, seed=0)
         clock = SimulatedClock()
         trace = ObjectiveTrace(profile["trace_every"], loss, data.y, clock=clock)
         central = Central(data.n_samples, monitor=trace)
         trace.record(central)
-        report = replay(workers, central, costs, clock, mode="pipelined", max_batch=16)
+        result = run(workers, central, clock)
         trace.record(central)
-        hit = first_reaching(trace.as_dict(), threshold)
+        trace = trace.as_dict()
+        return result, trace, first_reaching(trace, threshold)
+
+    total, _, seq = traced(1, lambda workers, central, clock: sequential_time(workers[0], central, costs, clock))
+    seq_time = seq[0] if seq else None
+    out = {0: {"time_to_threshold_s": seq_time, "run_s": total}}
+    for q in profile["projected"]:
+        if q > settings["n_features"] or q > budget:
+            continue
+        report, trace, hit = traced(q, lambda workers, central, clock: replay(
+            workers, central, costs, clock, mode="pipelined", max_batch=max_batch))
         t = hit[0] if hit else None
         out[q] = {"time_to_threshold_s": t, "steps_to_threshold": hit[1] if hit else None, "run_s": report.time_s,
-                  "speedup_vs_sequential": out[0]["time_to_threshold_s"] / t if t and out[0]["time_to_threshold_s"]
-                  else None, "central_utilization": report.central_utilization,
+                  "speedup_vs_sequential": seq_time / t if t and seq_time else None,
+                  "central_utilization": report.central_utilization,
                   "steps_per_push": report.steps / report.pushes if report.pushes else None,
-                  "staleness_mean": report.staleness["mean"],
-                  "final_train_error": trace.as_dict()["train_error"][-1]}
+                  "staleness_mean": report.staleness["mean"], "final_train_error": trace["train_error"][-1]}
     return out
 
 

@@ -37,10 +37,10 @@ from ..learners.online_substitution import SubstitutionOptions, check_objective,
 from ..learners.refit import refit as refit_model
 from ..problem import open_data_source, resolve_problem
 from ..registry import get_algorithm
-from .messages import (PUSH_OWN_UNSEEN, PUSH_STEPS, PUSH_VERSION, REPLY_STATUS, REPLY_VERSION, STATUS_ACCEPTED,
-                       STATUS_REFUSED, TAG_ERROR,
-                       TAG_FINAL, TAG_PUSH, TAG_REPLY, TAG_SHUTDOWN, push_buffer, reply_buffer)
 from ..trace import ObjectiveTrace
+from .messages import (PUSH_OWN_UNSEEN, PUSH_STEPS, PUSH_VERSION, REPLY_STATUS, REPLY_VERSION, STATUS_ACCEPTED,
+                       STATUS_REFUSED, TAG_ERROR, TAG_FINAL, TAG_PUSH, TAG_REPLY, TAG_SHUTDOWN, push_buffer,
+                       reply_buffer)
 from .roles import Central
 from .transport import Backoff, Deadline, abort_job, ranks_oversubscribe_cores, wait_all, wait_object
 
@@ -338,11 +338,8 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
         request.Free()
     MPI.Request.Waitall([r for r in replies if r is not None])
 
-    record = _central_results(config, setup, finals, central, lipschitz, trace, async_s, t_start, oversubscribed)
-    served = central.accepted + central.refused
-    record["central"] = {"busy_s": busy_s, "utilization": busy_s / async_s if async_s > 0 else None,
-                         "service_us": 1e6 * busy_s / served if served else None,
-                         "capacity_pushes_per_s": served / busy_s if busy_s > 0 else None}
+    record = _central_results(config, setup, finals, central, lipschitz, trace, async_s, busy_s, t_start,
+                              oversubscribed)
     from ..report import format_summary
     if not config.quiet:
         print(format_summary(record), flush=True)
@@ -358,7 +355,7 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
     return record
 
 
-def _central_results(config, setup, finals, central, lipschitz, trace, async_s, t_start, oversubscribed):
+def _central_results(config, setup, finals, central, lipschitz, trace, async_s, busy_s, t_start, oversubscribed):
     from ..metrics import evaluate
     from ..report import build_record
     from ..run import report_warnings
@@ -403,6 +400,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         step_size=finals[0]["step_size"] if finals else None,
         lipschitz=lipschitz,
         workers=workers,
+        central=_central_load(central, async_s, busy_s),
         raw_coef=weights.tolist(),
         warnings=notes,
     )
@@ -410,3 +408,11 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         extra["trace"] = trace.as_dict()
     timing = {"wall_s": wall_s, "setup_s": wall_s - async_s, "async_s": async_s}
     return build_record(config, problem, "mpi", selected, coef_sel, metrics, timing, **extra)
+
+
+def _central_load(central, async_s, busy_s) -> dict:
+    """How busy the central rank was serving pushes, and what that implies for its capacity."""
+    served = central.accepted + central.refused
+    return {"busy_s": busy_s, "utilization": busy_s / async_s if async_s > 0 else None,
+            "service_us": 1e6 * busy_s / served if served else None,
+            "capacity_pushes_per_s": served / busy_s if busy_s > 0 else None}
