@@ -30,6 +30,7 @@ DEFAULT_N_FEATURES = 2000
 DEFAULT_N_INFORMATIVE = 100
 DEFAULT_SIMULATED_WORKERS = 4
 PUSH_MODES = ("auto", "pipelined", "each-step")
+TRANSPORTS = ("auto", "shared-memory", "messages")
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class RunConfig:
     staleness_policy: str = "max"
     schedule: str = "round-robin"
     sharding: str = "contiguous"
+    transport: str = "auto"
     push_mode: str = "auto"
     max_batch: int = 16
     watchdog_timeout: float = 5.0
@@ -130,6 +132,11 @@ class RunConfig:
                  f"unknown --staleness-policy {self.staleness_policy!r}; choose one of: {', '.join(POLICIES)}")
         _require(self.schedule in SCHEDULES,
                  f"unknown --schedule {self.schedule!r}; choose one of: {', '.join(SCHEDULES)}")
+        _require(self.transport in TRANSPORTS,
+                 f"unknown --transport {self.transport!r}; choose one of: {', '.join(TRANSPORTS)}")
+        _require(not (self.transport == "shared-memory" and self.push_mode != "auto"),
+                 f"--push-mode {self.push_mode} applies to --transport messages; with shared memory every "
+                 f"step is written into u_C directly")
         _require(self.push_mode in PUSH_MODES,
                  f"unknown --push-mode {self.push_mode!r}; choose one of: {', '.join(PUSH_MODES)}")
         _require(not (self.push_mode == "pipelined" and self.max_staleness is not None),

@@ -73,6 +73,11 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--staleness-policy", help="simulator: max (default), uniform or fresh")
     g.add_argument("--schedule", help="simulator: round-robin (default) or random")
     g.add_argument("--sharding", help="contiguous (default), strided or hashed")
+    g.add_argument("--transport", help="MPI: shared-memory (the workers add their changes into u_C in "
+                                       "memory shared on the node; the central rank only watches), messages "
+                                       "(pushes to the central rank, which works across nodes), or auto "
+                                       "(default: shared-memory when every rank is on one node and no "
+                                       "--push-mode is given)")
     g.add_argument("--push-mode", help="MPI: pipelined (one push in flight, the steps taken meanwhile summed "
                                        "into the next), each-step (wait for the fresh u_C after every step, "
                                        "KDD'16 Alg. 3 literally), or auto (default: pipelined, each-step "

@@ -27,6 +27,10 @@ class ObjectiveTrace:
         if central.steps >= self._next:
             self.record(central)
 
+    def due(self, steps: int) -> bool:
+        """Whether a row is due once ``steps`` worker steps have been applied."""
+        return steps >= self._next
+
     def record(self, central):
         """One row now (also call at the start and at the end of a run)."""
         self.rows.append((self.clock() - self.start, central.version, central.steps,

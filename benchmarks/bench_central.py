@@ -9,7 +9,12 @@ For n = 1000 and n = 100000:
   (oversubscribed on 2 cores), and the central rank's utilization in it;
 * **12 dedicated workers, one push per step**: 12 / (a worker's step time at budget s/12, timed in
   this process), the rate Alg. 3 would demand if every step were pushed alone; pipelined pushes
-  sum the steps taken while a push is in flight, which caps the demand at the central's pace.
+  sum the steps taken while a push is in flight, which caps the demand at the central's pace;
+* **12 here, shared memory**: the step rate of the same 12-worker run with ``--transport
+  shared-memory`` (the single-node default), where the workers write ``u_C`` themselves and the
+  central rank serves no pushes at all.
+
+The first three use ``--transport messages``, the protocol that spans nodes.
 
     python benchmarks/bench_central.py [--quick]
 """
@@ -30,6 +35,7 @@ PROFILES = {
         {"n": 1000, "p": 1200, "s": 24, "p_capacity": 600, "passes": 1}]},
 }
 WORKERS = 12
+MESSAGES = ["--transport", "messages"]      # the central rank serves pushes (shared memory bypasses it)
 
 
 def args_for(case, p, s):
@@ -45,13 +51,16 @@ def main():
         n, s = case["n"], case["s"]
         service = []
         for seed in range(profile["seeds"]):
-            record, _ = run_asyos(args_for(case, case["p_capacity"], s) + ["--seed", seed], ranks=2)
+            record, _ = run_asyos(args_for(case, case["p_capacity"], s) + ["--seed", seed, *MESSAGES], ranks=2)
             service.append(record["central"]["service_us"] * 1e-6)
         service_s = statistics.median(service)
         here = []
         for seed in range(profile["seeds"]):
-            record, _ = run_asyos(args_for(case, case["p"], s) + ["--seed", seed], ranks=WORKERS + 1)
+            record, _ = run_asyos(args_for(case, case["p"], s) + ["--seed", seed, *MESSAGES], ranks=WORKERS + 1)
             here.append(record)
+        shared = [run_asyos(args_for(case, case["p"], s) + ["--seed", seed, "--transport", "shared-memory"],
+                            ranks=WORKERS + 1)[0] for seed in range(profile["seeds"])]
+        shared_steps = statistics.median(r["steps"] / r["timing"]["async_s"] for r in shared)
         pushes = statistics.median(r["pushes_per_s"] for r in here)
         steps = statistics.median(r["steps"] / r["timing"]["async_s"] for r in here)
         util = statistics.median(r["central"]["utilization"] for r in here)
@@ -67,16 +76,17 @@ def main():
                  "here_pushes_per_s": pushes, "here_steps_per_s": steps, "here_steps_per_push": per_push,
                  "here_central_utilization": util, "capacity_over_here": capacity / pushes,
                  "worker_step_us": step_s * 1e6, "local_budget": local_budget,
-                 "dedicated_one_push_per_step": dedicated, "capacity_over_dedicated": capacity / dedicated}
+                 "dedicated_one_push_per_step": dedicated, "capacity_over_dedicated": capacity / dedicated,
+                 "shared_memory_here_steps_per_s": shared_steps}
         summary[n] = entry
         run.unit(entry)
         rows.append([n, f"{service_s * 1e6:.1f}", f"{capacity:,.0f}", f"{pushes:,.0f}", f"{steps:,.0f}",
                      f"{per_push:.1f}", f"{util:.2f}", f"{capacity / pushes:.1f}x", f"{step_s * 1e6:.1f}",
-                     f"{dedicated:,.0f}", f"{capacity / dedicated:.2f}x"])
+                     f"{dedicated:,.0f}", f"{capacity / dedicated:.2f}x", f"{shared_steps:,.0f}"])
     print_table(f"Central rank capacity vs {WORKERS} workers (medians of {profile['seeds']} runs)",
                 ["n", "service us/push", "capacity pushes/s", "12 here: pushes/s", "steps/s", "steps/push",
                  "central util", "capacity / here", "step us (budget s/12)", "12 dedicated: 1 push/step",
-                 "capacity / that"], rows)
+                 "capacity / that", "12 here, shared memory: steps/s"], rows)
     path = run.finish(summary)
     print(f"results: {path}")
 

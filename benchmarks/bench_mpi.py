@@ -35,7 +35,8 @@ def brief(record, seconds):
            "recall": m.get("recall"), "objective": m["objective"], "train_error": m["train_error"],
            "test_error": m.get("test_error")}
     if record["mode"] == "mpi":
-        out.update(n_workers=record["n_workers"], pushes=record["pushes"], pushes_per_s=record["pushes_per_s"],
+        out.update(transport=record["transport"], n_workers=record["n_workers"], pushes=record["pushes"],
+                   pushes_per_s=record["pushes_per_s"],
                    refused_pushes=record["refused_pushes"], staleness=record["staleness"],
                    oversubscribed=record["oversubscribed"], max_staleness=record["max_staleness"])
     return out
@@ -78,7 +79,8 @@ def main():
                  "1.00", "-", "-", "-", "-"]]
         for u in (u for u in run.units if u["part"] == task and u["mode"] == "mpi"):
             st = u["staleness"]
-            rows.append([f"Asy-OS q={u['n_workers']}{' (oversubscribed)' if u['oversubscribed'] else ''}",
+            over = " (oversubscribed)" if u["oversubscribed"] else ""
+            rows.append([f"Asy-OS q={u['n_workers']}, {u['transport']}{over}",
                          "none" if u["bound"] is None else u["bound"], f"{u['recall']:.3f}", f"{u['test_error']:.4f}",
                          f"{u['fit_s']:.2f}", f"{seq['fit_s'] / u['fit_s']:.2f}", f"{u['pushes_per_s']:.0f}",
                          u["refused_pushes"], f"{st['mean']:.1f}/{st['p95']}/{st['max']}", compact(st["histogram"])])

@@ -101,6 +101,9 @@ BAD = [
     (["--loss", "hinge"], "unknown loss 'hinge'"),
     (["--push-mode", "pipelined", "--max-staleness", "3"], "use it with --push-mode each-step"),
     (["--push-mode", "eager"], "unknown --push-mode 'eager'"),
+    (["--transport", "tcp"], "unknown --transport 'tcp'"),
+    (["--transport", "shared-memory", "--push-mode", "each-step"], "--push-mode each-step applies to --transport "
+                                                                    "messages"),
     (["--benchmark", "nope"], "unknown benchmark 'nope'"),
     (["--benchmark"], "--benchmark needs a name"),
     (["--algorithm", "grafting"], "unknown algorithm 'grafting'"),

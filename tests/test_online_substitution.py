@@ -10,7 +10,7 @@ from asyos import OnlineSubstitution, make_classification, make_regression
 from asyos.data.shard import FeatureShard
 from asyos.distributed.roles import Central
 from asyos.errors import InputError
-from asyos.learners.online_substitution import SubstitutionOptions, make_worker, run_loopback
+from asyos.learners.online_substitution import SubstitutionOptions, local_lipschitz, make_worker, run_loopback
 from asyos.losses import get_loss
 from asyos.metrics import recall
 
@@ -62,11 +62,18 @@ PROBLEMS = {
 }
 
 
+@pytest.fixture(params=["numpy", "numba"])
+def kernels(request, monkeypatch):
+    """Both implementations of the step: the numpy reference and the compiled one."""
+    monkeypatch.setenv("ASYOS_KERNELS", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("loss_name", sorted(PROBLEMS))
 @pytest.mark.parametrize("settings", [dict(), dict(step_divisor=3.0, decrease_constant=0.5),
                                       dict(decrease_check=False)])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_matches_literal_algorithm_1(loss_name, settings, seed):
+def test_matches_literal_algorithm_1(loss_name, settings, seed, kernels):
     d = PROBLEMS[loss_name](seed)
     model = OnlineSubstitution(budget=6, loss=loss_name, passes=3, refit=False, random_state=seed, **settings)
     model.fit(d.X, d.y)
@@ -75,6 +82,36 @@ def test_matches_literal_algorithm_1(loss_name, settings, seed):
                                 check=settings.get("decrease_check", True))
     assert model.support_.tolist() == S_ref
     np.testing.assert_allclose(model.raw_coef_, w_ref, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("task, loss_name", [("regression", "squared"), ("classification", "squared_hinge"),
+                                             ("classification", "logistic")])
+def test_the_compiled_step_equals_the_numpy_step_on_the_kdd_setting(task, loss_name, monkeypatch):
+    """Thousands of steps with every action and many decrease checks: same decisions, same counters,
+    weights equal to rounding."""
+    make = make_regression if task == "regression" else make_classification
+    d = make(n_features=3000, n_informative=40, n_samples=500, seed=3)
+    fits = {}
+    for kernels in ("numpy", "numba"):
+        monkeypatch.setenv("ASYOS_KERNELS", kernels)
+        shard, loss = FeatureShard(d.X), get_loss(loss_name)
+        worker = make_worker(shard, d.y, loss, 40, local_lipschitz(shard, 40, loss, 0), SubstitutionOptions(passes=2))
+        assert worker.state.kernels == kernels
+        run_loopback(worker, Central(d.X.shape[0]))
+        fits[kernels] = worker
+    a, b = fits["numpy"], fits["numba"]
+    assert a.state.checks > 10 and a.state.checks == b.state.checks
+    assert a.state.check_rejections == b.state.check_rejections
+    assert a.log.rows[-1][:5] == b.log.rows[-1][:5] and len(a.log.rows) == len(b.log.rows)
+    np.testing.assert_array_equal(a.state.retained, b.state.retained)
+    np.testing.assert_allclose(b.state.weights, a.state.weights, rtol=1e-9, atol=1e-13)
+
+
+def test_an_unknown_kernel_backend_is_named(monkeypatch):
+    monkeypatch.setenv("ASYOS_KERNELS", "fortran")
+    d = make_regression(n_features=30, n_informative=3, n_samples=20, seed=0)
+    with pytest.raises(ValueError, match="unknown kernel backend 'fortran'"):
+        OnlineSubstitution(budget=3).fit(d.X, d.y)
 
 
 def test_the_decrease_check_rejects_when_L_F_is_underestimated():
@@ -213,7 +250,7 @@ def test_bad_data_is_named():
         model.predict(d.X[:, :19])
 
 
-def test_a_diverging_step_is_an_error_not_a_silent_nan():
+def test_a_diverging_step_is_an_error_not_a_silent_nan(kernels):
     from asyos.errors import DivergenceError
     d = make_classification(n_features=300, n_informative=20, n_samples=200, seed=0)
     with pytest.raises(DivergenceError, match="step size 50 is too large.*pass a smaller --step-size"):
@@ -226,3 +263,14 @@ def test_a_result_worse_than_the_empty_model_warns():
     d = make_classification(n_features=1000, n_informative=100, seed=0)
     with pytest.warns(ConvergenceWarning, match="worse than the empty model"):
         AsyncOnlineSubstitution(budget=100, n_workers=8, loss="squared_hinge", step_size=4.5, passes=3).fit(d.X, d.y)
+
+
+def test_auto_takes_the_compiled_step_only_for_runs_long_enough_to_repay_loading_it(monkeypatch):
+    from asyos.learners import kernels
+    monkeypatch.delenv("ASYOS_KERNELS", raising=False)
+    assert kernels.backend(None, kernels.AUTO_MIN_STEPS - 1) == "numpy"
+    assert kernels.backend(None, kernels.AUTO_MIN_STEPS) == "numba"
+    assert kernels.backend("numba", 10) == "numba" and kernels.backend("numpy", 10 ** 9) == "numpy"
+    d = make_regression(n_features=30, n_informative=3, n_samples=20, seed=0)
+    worker = make_worker(FeatureShard(d.X), d.y, get_loss("squared"), 3, 1.0, SubstitutionOptions(passes=2))
+    assert worker.state.kernels == "numpy"          # 60 steps

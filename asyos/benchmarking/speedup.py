@@ -7,20 +7,23 @@ As in KDD'16 Sec. 5.3 (Fig. 3) speedup is the time to reach a fixed training err
 sequential OS measured in the same invocation. For each task (regression n = 1000, p = 8192, s = 64;
 classification s = 32) it
 
-1. runs sequential OS and ``mpiexec -n q+1 python -m asyos.run`` for each q, ``--repeats`` times,
+1. runs sequential OS and ``mpiexec -n q+1 python -m asyos.run`` for each q and each transport
+   (``shared-memory``: the workers write ``u_C`` in memory shared on the node, the single-node
+   default; ``messages``: pushes to the central rank, as across nodes), ``--repeats`` times,
    tracing the training error of the model at ``u_C`` every few worker steps;
 2. sets the threshold to the loosest final training error among all those runs (times 1.05), so
    every run reaches it, unless ``--threshold`` is given;
 3. reports per q the median time and worker steps to the threshold, recall, pushes/s, staleness,
    refused pushes, steps per push, the central rank's utilization, and the speedup against
-   sequential OS and against q = 1; runs with more ranks than cores are marked oversubscribed;
-4. projects q = 1..64 on dedicated cores with the discrete-event replay
-   (``asyos.distributed.projection``), from costs calibrated here: the step time against the
+   sequential OS and against q = 1 of the same transport; runs with more ranks than cores are
+   marked oversubscribed;
+4. projects the message protocol (the one that spans nodes) to q = 1..64 on dedicated cores with
+   the discrete-event replay (``asyos.distributed.projection``), from costs calibrated here: the step time against the
    retained size (timed in this process), message latency and bandwidth (``pingpong`` under
    ``mpiexec -n 2``), and from a separate one-worker MPI run with another seed the central rank's
    service time and the worker loop's own cost per step; and validates the projection against the
-   q that runs un-oversubscribed here (q = 1 on 2 cores): the prediction must be within 25% of the
-   measured median;
+   q that runs un-oversubscribed here (q = 1 on 2 cores, messages): the prediction must be within
+   25% of the measured median;
 5. writes ``speedup.json`` and ``speedup.png`` (speedup vs q, measured and projected, with the ideal
    line; training error vs wall time per q, like the paper's Fig. 3).
 """
@@ -53,10 +56,13 @@ TASKS = {
 }
 PROFILES = {
     "paper": {"tasks": ["regression", "classification"], "workers": [1, 2, 4, 8, 12], "repeats": 3,
-              "passes": 2, "trace_every": 20, "projected": [1, 2, 4, 8, 12, 16, 32, 64], "shrink": None},
+              "passes": 2, "trace_every": 20, "projected": [1, 2, 4, 8, 12, 16, 32, 64], "shrink": None,
+              "transports": ["shared-memory", "messages"]},
     "quick": {"tasks": ["regression"], "workers": [1, 2], "repeats": 1, "passes": 1, "trace_every": 10,
-              "projected": [1, 2, 4], "shrink": {"n_samples": 300, "n_features": 1024, "n_informative": 16}},
+              "projected": [1, 2, 4], "shrink": {"n_samples": 300, "n_features": 1024, "n_informative": 16},
+              "transports": ["shared-memory", "messages"]},
 }
+TRANSPORTS = ("shared-memory", "messages")
 VALIDATION_TOLERANCE = 0.25
 THRESHOLD_MARGIN = 1.05
 
@@ -69,13 +75,15 @@ def make_parser(prog=None):
     p.add_argument("--threshold", type=float, help="training error to reach (default: the loosest final "
                                                    "training error of the measured runs x 1.05)")
     p.add_argument("--projected", type=int, nargs="+", help="worker counts to project (default up to 64)")
+    p.add_argument("--transports", nargs="+", choices=TRANSPORTS,
+                   help="MPI transports to measure (default both; the projection is validated on messages)")
     return p
 
 
 def main(argv=None, prog=None):
     args = make_parser(prog).parse_args(argv)
     profile = dict(PROFILES["quick" if args.quick else "paper"])
-    for key in ("workers", "repeats", "tasks", "projected"):
+    for key in ("workers", "repeats", "tasks", "projected", "transports"):
         if getattr(args, key):
             profile[key] = getattr(args, key)
     if args.seeds:
@@ -116,22 +124,35 @@ def bench_task(run, task, profile, threshold, cores, messages):
     for repeat in range(profile["repeats"]):
         record, _ = run_asyos(cli_args(settings, profile))
         measured.append(run.unit(_unit(task, 0, repeat, record, cores)))
-        for q in profile["workers"]:
-            record, _ = run_asyos(cli_args(settings, profile), ranks=q + 1)
-            measured.append(run.unit(_unit(task, q, repeat, record, cores)))
+        for transport in profile["transports"]:
+            for q in profile["workers"]:
+                record, _ = run_asyos(cli_args(settings, profile) + ["--transport", transport], ranks=q + 1)
+                measured.append(run.unit(_unit(task, q, repeat, record, cores)))
     if threshold is None:
         threshold = THRESHOLD_MARGIN * max(u["trace"]["train_error"][-1] for u in measured)
     for u in measured:
         hit = first_reaching(u["trace"], threshold)
         u["time_to_threshold_s"], u["steps_to_threshold"] = hit if hit else (None, None)
-    table = summarise_measured(task, measured, threshold, profile, cores)
-    costs = calibrate_costs(run, task, settings, profile, messages)
-    projected = project(task, settings, profile, costs, threshold)
-    validation = validate(table, projected)
-    print_projection(task, projected, validation, costs)
-    return {"threshold": threshold, "measured": table, "projected": projected, "validation": validation,
-            "costs": costs.as_dict(), "runs": [{k: v for k, v in u.items() if k != "trace"} for u in measured],
-            "traces": {f"q={u['q']} repeat={u['repeat']}": u["trace"] for u in measured}}
+    sequential = [u for u in measured if u["q"] == 0]
+    tables = {transport: summarise_measured(task, sequential + [u for u in measured if u.get("transport") == transport],
+                                            threshold, profile, cores, transport)
+              for transport in profile["transports"]}
+    out = {"threshold": threshold, "measured": tables,
+           "runs": [{k: v for k, v in u.items() if k != "trace"} for u in measured],
+           "traces": {_trace_key(u): u["trace"] for u in measured}}
+    if "messages" in tables:      # the projection models the message protocol, which spans nodes
+        costs = calibrate_costs(run, task, settings, profile, messages)
+        projected = project(task, settings, profile, costs, threshold)
+        validation = validate(tables["messages"], projected)
+        print_projection(task, projected, validation, costs)
+        out.update(projected=projected, validation=validation, costs=costs.as_dict())
+    return out
+
+
+def _trace_key(unit):
+    if unit["q"] == 0:
+        return f"sequential repeat={unit['repeat']}"
+    return f"{unit['transport']} q={unit['q']} repeat={unit['repeat']}"
 
 
 def _unit(task, q, repeat, record, cores):
@@ -139,7 +160,8 @@ def _unit(task, q, repeat, record, cores):
             "final_train_error": record["trace"]["train_error"][-1], "trace": record["trace"],
             "run_s": record["timing"].get("async_s", record["timing"].get("fit_s"))}
     if record["mode"] == "mpi":
-        unit.update(ranks=q + 1, oversubscribed=q + 1 > cores, pushes_per_s=record["pushes_per_s"],
+        unit.update(transport=record["transport"], ranks=q + 1, oversubscribed=q + 1 > cores,
+                    pushes_per_s=record["pushes_per_s"],
                     staleness_mean=record["staleness"]["mean"], staleness_max=record["staleness"]["max"],
                     refused=record["refused_pushes"], steps_per_push=record["steps_per_push"],
                     central_utilization=record["central"]["utilization"],
@@ -152,7 +174,7 @@ def median_of(units, key):
     return statistics.median(values) if values else None
 
 
-def summarise_measured(task, units, threshold, profile, cores):
+def summarise_measured(task, units, threshold, profile, cores, transport):
     seq = [u for u in units if u["q"] == 0]
     seq_time = median_of(seq, "time_to_threshold_s")
     rows, table = [], {}
@@ -178,7 +200,8 @@ def summarise_measured(task, units, threshold, profile, cores):
                      f"{_f(entry.get('staleness_mean'), 1)}/{entry.get('staleness_max', '-')}",
                      _f(entry.get("refused"), 0), _f(entry.get("central_utilization"), 2)])
     error_name = "RMSE" if task == "regression" else "misclassification rate"
-    print_table(f"Measured on {cores} cores, {task}: time to training {error_name} <= {threshold:.4g} "
+    print_table(f"Measured on {cores} cores, {task}, --transport {transport}: time to training {error_name} <= "
+                f"{threshold:.4g} "
                 f"(median of {profile['repeats']})",
                 ["run", "time s", "reached", "steps", "recall", "vs seq", "vs q=1", "pushes/s", "steps/push",
                  "staleness mean/max", "refused", "central util"], rows)
@@ -226,7 +249,7 @@ def calibrate_costs(run, task, settings, profile, messages) -> Costs:
     push_send = messages["post_s"] + vector_op            # post the messages, zero the pending sum
     # one worker under MPI (seed 1, not a measured run): its wall time per step beyond the compute and
     # the sends is the pipelined loop's own cost (vector updates, Test, Python)
-    record, _ = run_asyos(cli_args(settings, profile, seed=1), ranks=2)
+    record, _ = run_asyos(cli_args(settings, profile, seed=1) + ["--transport", "messages"], ranks=2)
     service = record["central"]["service_us"] * 1e-6
     wk = record["workers"][0]
     protocol = max(0.0, (record["timing"]["async_s"] - wk["compute_s"]) / wk["steps"]
@@ -342,17 +365,23 @@ def draw(run, summary, profile):
         for row, task in zip(axes, tasks):
             res = summary[task]
             ax = row[0]
-            qs = sorted(q for q in res["measured"] if q)
-            meas = [res["measured"][q]["speedup_vs_sequential"] for q in qs]
-            over = [res["measured"][q]["oversubscribed"] for q in qs]
-            ax.plot(qs, [m if m else np.nan for m in meas], "o-", label=f"measured ({summary['cores']} cores)")
-            for q, m, o in zip(qs, meas, over):
-                if o and m:
-                    ax.annotate("oversubscribed", (q, m), fontsize=7, textcoords="offset points", xytext=(3, 3))
-            pq = sorted(q for q in res["projected"] if q)
-            ax.plot(pq, [res["projected"][q].get("speedup_vs_sequential") or np.nan for q in pq], "s--",
-                    label="projected, dedicated cores")
-            top = max(pq + qs)
+            tops = [1]
+            for transport, table in res["measured"].items():
+                qs = sorted(q for q in table if q)
+                meas = [table[q]["speedup_vs_sequential"] for q in qs]
+                over = [table[q]["oversubscribed"] for q in qs]
+                ax.plot(qs, [m if m else np.nan for m in meas], "o-",
+                        label=f"measured, {transport} ({summary['cores']} cores)")
+                for q, m, o in zip(qs, meas, over):
+                    if o and m:
+                        ax.annotate("oversubscribed", (q, m), fontsize=7, textcoords="offset points", xytext=(3, 3))
+                tops += qs
+            if "projected" in res:
+                pq = sorted(q for q in res["projected"] if q)
+                ax.plot(pq, [res["projected"][q].get("speedup_vs_sequential") or np.nan for q in pq], "s--",
+                        label="projected, messages, dedicated cores")
+                tops += pq
+            top = max(tops)
             ax.plot([1, top], [1, top], ":", color="gray", label="ideal (linear)")
             ax.set_xscale("log", base=2)
             ax.set_yscale("log", base=2)
@@ -361,11 +390,10 @@ def draw(run, summary, profile):
             ax.set_title(f"{task}: threshold {res['threshold']:.3g}")
             ax.legend(fontsize=8)
             ax = row[1]
+            shown = profile["transports"][0]           # one transport, so the curves stay readable
             for key, trace in res["traces"].items():
-                if not key.endswith("repeat=0"):
-                    continue
-                q = int(key.split()[0][2:])
-                ax.plot(trace["time_s"], trace["train_error"], label="sequential OS" if q == 0 else f"q={q}")
+                if key.endswith("repeat=0") and (key.startswith("sequential") or key.startswith(shown)):
+                    ax.plot(trace["time_s"], trace["train_error"], label=key[:-len(" repeat=0")])
             ax.axhline(res["threshold"], color="gray", ls=":", label="threshold")
             ax.set_xlabel("wall time s (asynchronous phase)")
             ax.set_ylabel("training error" + (" (RMSE)" if task == "regression" else " (misclassification)"))

@@ -1,6 +1,13 @@
 """Asy-OS on MPI: rank 0 is the central node (KDD'16 Alg. 2), ranks 1..q are workers (Alg. 3).
 
-Protocol (buffer messages, no pickling on the hot path; ``messages.py`` has the layout):
+Two transports for the pushes (``--transport``; ``resolve_transport`` picks):
+
+* ``shared-memory`` (one node): ``u_C`` is the sum of one row per worker in an MPI shared-memory
+  window (``shared_state.py``); workers read it and add into their own row themselves, and the
+  central rank only traces ``u_C``, watches the workers' step counters and takes their reports;
+* ``messages`` (any number of nodes), below.
+
+Message protocol (buffer messages, no pickling on the hot path; ``messages.py`` has the layout):
 
 * a worker sends ``[delta_u | version_read]`` (``TAG_PUSH``) and has the reply already posted;
 * the central rank serves every push that has arrived (persistent receives polled with
@@ -14,8 +21,9 @@ There is no barrier while running. Setup ends with one collective that agrees on
 (every rank exits 2 with the first message) and on ``L_F`` (the maximum of the shards' estimates).
 
 Failures end the job: a worker that raises sends its traceback (``TAG_ERROR``) and the central rank
-aborts with ``EXIT_WORKER_FAILED``; a worker silent for ``--watchdog-timeout`` seconds (hung, or
-exited without MPI noticing) makes the central rank abort with ``EXIT_WORKER_LOST``; a worker that
+aborts with ``EXIT_WORKER_FAILED``; a worker silent for ``--watchdog-timeout`` seconds (no push, or
+on shared memory no step proposed; hung, or exited without MPI noticing) makes the central rank
+abort with ``EXIT_WORKER_LOST``; a worker that
 waits too long for the central rank aborts with ``EXIT_CENTRAL_LOST``. A killed rank is caught by
 the launcher. All waits poll with back-off (``transport.py``).
 """
@@ -33,6 +41,7 @@ from ..errors import (EXIT_CENTRAL_LOST, EXIT_OK, EXIT_USAGE, EXIT_WORKER_FAILED
                       InputError)
 from ..learners.asy_os import check_worker_count
 from ..learners.base import columns_dense
+from ..learners.kernels import backend as kernel_backend, warm_up as warm_up_kernels
 from ..learners.online_substitution import SubstitutionOptions, check_objective, local_lipschitz, make_worker
 from ..learners.refit import refit as refit_model
 from ..problem import open_data_source, resolve_problem
@@ -42,6 +51,7 @@ from .messages import (PUSH_OWN_UNSEEN, PUSH_STEPS, PUSH_VERSION, REPLY_STATUS, 
                        STATUS_REFUSED, TAG_ERROR, TAG_FINAL, TAG_PUSH, TAG_REPLY, TAG_SHUTDOWN, push_buffer,
                        reply_buffer)
 from .roles import Central
+from .shared_state import SharedState, ranks_share_one_node, shared_steps
 from .transport import Backoff, Deadline, abort_job, ranks_oversubscribe_cores, wait_all, wait_object
 
 CENTRAL_TIMEOUT_FACTOR = 4.0      # a worker waits this many watchdog periods for a reply
@@ -85,11 +95,25 @@ def run_asy_os(config, comm):
     if everyone[:, 0].any():
         raise InputError(next(e for e in comm.allgather(error) if e))
     lipschitz = float(everyone[:, 1].max())
+    transport = resolve_transport(config, comm)
+    shared = SharedState(comm, setup["problem"].n_samples, n_workers) if transport == "shared-memory" else None
     with np.errstate(over="ignore", invalid="ignore"):   # divergence is reported by the kernel
         if rank == 0:
-            return _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscribed)
-        _worker_main(config, comm, setup, lipschitz, backoff)
+            return _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscribed, shared)
+        _worker_main(config, comm, setup, lipschitz, backoff, shared)
     return None
+
+
+def resolve_transport(config, comm) -> str:
+    """``auto``: shared memory when every rank is on one node and no ``--push-mode`` was asked for,
+    else messages. Collective (every rank calls it)."""
+    one_node = ranks_share_one_node(comm)
+    if config.transport == "shared-memory" and not one_node:
+        raise InputError("--transport shared-memory needs every rank on one node; these ranks span several "
+                         "(use --transport messages or auto)")
+    if config.transport != "auto":
+        return config.transport
+    return "shared-memory" if one_node and config.push_mode == "auto" else "messages"
 
 
 # ------------------------------------------------------------------------------------ setup
@@ -112,6 +136,8 @@ def _worker_setup(config, rank, n_workers):
     problem = resolve_problem(config, source, data.y)
     check_worker_count(n_workers, problem.n_features, problem.budget)
     shard = FeatureShard(data.X, columns)
+    # compile or load the step before the timed phase (if this worker's run is long enough to use it)
+    warm_up_kernels(kernel_backend(None, config.passes * shard.n_local))
     return {
         "data": data, "shard": shard, "problem": problem,
         "budget": split_budget(problem.budget, n_workers)[rank - 1],
@@ -126,14 +152,17 @@ def _options(config):
 
 
 # ----------------------------------------------------------------------------------- worker
-def _worker_main(config, comm, setup, lipschitz, backoff):
+def _worker_main(config, comm, setup, lipschitz, backoff, shared=None):
     rank = comm.Get_rank()
     problem, shard, data = setup["problem"], setup["shard"], setup["data"]
     try:
         worker = make_worker(shard, data.y, problem.loss, setup["budget"], lipschitz, _options(config),
                              worker_id=rank - 1)
         timeout = CENTRAL_TIMEOUT_FACTOR * config.watchdog_timeout
-        if config.resolved_push_mode == "pipelined":
+        histogram = None
+        if shared is not None:
+            compute_s, histogram = shared_steps(shared, rank - 1, worker, config.max_staleness)
+        elif config.resolved_push_mode == "pipelined":
             compute_s = _steps_pipelined(comm, worker, backoff, timeout, config.max_batch)
         else:
             compute_s = _steps_one_by_one(comm, worker, backoff, timeout)
@@ -153,6 +182,7 @@ def _worker_main(config, comm, setup, lipschitz, backoff):
             "compute_s": compute_s,
             "step_size": worker.state.step_size,
             "log": worker.log.rows,
+            "staleness_histogram": histogram,
         }
         wait_object(comm.isend(final, dest=0, tag=TAG_FINAL), backoff, timeout)
     except Deadline as exc:
@@ -163,6 +193,8 @@ def _worker_main(config, comm, setup, lipschitz, backoff):
         _report_failure(comm, rank, exc)
         raise
     wait_object(comm.irecv(source=0, tag=TAG_SHUTDOWN), Backoff(max_sleep=20e-3), SHUTDOWN_TIMEOUT)
+    if shared is not None:
+        shared.free()
 
 
 def _steps_one_by_one(comm, worker, backoff, timeout) -> float:
@@ -264,16 +296,47 @@ def _report_failure(comm, rank, exc):
 
 
 # ---------------------------------------------------------------------------------- central
-def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscribed) -> dict:
-    from mpi4py import MPI
-
+def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscribed, shared=None) -> dict:
     problem = setup["problem"]
-    n, q = problem.n_samples, comm.Get_size() - 1
+    n = problem.n_samples
     t_async0 = time.perf_counter()
     trace = ObjectiveTrace(config.trace_every, problem.loss, setup["y"]) if config.trace_every else None
     central = Central(n, max_staleness=config.max_staleness, monitor=trace)
     if trace is not None:
         trace.record(central)
+    if shared is None:
+        finals, busy_s = _serve_pushes(config, comm, central, backoff)
+    else:
+        finals, busy_s = _watch_shared(config, comm, central, shared, trace)
+    async_s = time.perf_counter() - t_async0
+    if trace is not None:
+        trace.record(central)
+
+    record = _central_results(config, setup, finals, central, lipschitz, trace, async_s, busy_s, t_start,
+                              oversubscribed, "messages" if shared is None else "shared-memory")
+    from ..report import format_summary
+    if not config.quiet:
+        print(format_summary(record), flush=True)
+    if config.output:
+        from ..results import write_results
+        rows = [row for f in finals for row in f["log"]]
+        path = write_results(config.output, record, rows)
+        if not config.quiet:
+            print(f"  results: {path}", flush=True)
+    shutdown = [comm.isend(None, dest=w, tag=TAG_SHUTDOWN) for w in range(1, comm.Get_size())]
+    for request in shutdown:
+        wait_object(request, backoff, SHUTDOWN_TIMEOUT)
+    if shared is not None:
+        shared.free()
+    return record
+
+
+def _serve_pushes(config, comm, central, backoff):
+    """``--transport messages``: serve pushes until every worker has sent its final selection.
+    Returns the finals and the time spent serving pushes."""
+    from mpi4py import MPI
+
+    n, q = central.n, comm.Get_size() - 1
     push_bufs = [push_buffer(n) for _ in range(q)]
     reply_bufs = [reply_buffer(n) for _ in range(q)]
     receives = [comm.Recv_init(push_bufs[i], source=i + 1, tag=TAG_PUSH) for i in range(q)]
@@ -282,9 +345,8 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
     finals = [None] * q
     last_seen = [time.monotonic()] * q
     status = MPI.Status()
-    remaining = q
     busy_s = 0.0                        # time spent serving pushes: the central rank's capacity
-    while remaining:
+    while any(f is None for f in finals):
         progressed = False
         t_poll = time.perf_counter()
         ready = MPI.Request.Testsome(receives)
@@ -306,56 +368,92 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
             busy_s += time.perf_counter() - t_poll
         # pushes are matched at once by the persistent receives (a worker has at most one in
         # flight), so whatever a probe finds is an error report or a worker's final selection
-        if comm.Iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status):
-            source, tag = status.Get_source(), status.Get_tag()
-            if tag == TAG_ERROR:
-                report = comm.recv(source=source, tag=TAG_ERROR)
-                if report["input_error"] is not None:
-                    abort_job(comm, EXIT_USAGE, f"asyos: error: worker rank {report['rank']}: "
-                                                f"{report['input_error']}")
-                abort_job(comm, EXIT_WORKER_FAILED, f"asyos: worker rank {report['rank']} failed: "
-                                                    f"{report['error']}\n{report['traceback']}asyos: aborting the job")
-            if tag == TAG_FINAL:
-                finals[source - 1] = comm.recv(source=source, tag=TAG_FINAL)
-                remaining -= 1
-                progressed = True
+        progressed |= _receive_report(comm, status, finals)
         if progressed:
             backoff.reset()
             continue
-        now = time.monotonic()
-        silent = [i + 1 for i in range(q) if finals[i] is None and now - last_seen[i] > config.watchdog_timeout]
-        if silent:
-            abort_job(comm, EXIT_WORKER_LOST,
-                      f"asyos: worker rank(s) {silent} sent nothing for more than {config.watchdog_timeout:g} s "
-                      f"(hung, or exited without finishing); {central.accepted} pushes applied; aborting the job")
+        _check_silence(comm, config, finals, last_seen, f"{central.accepted} pushes applied")
         backoff.pause()
-    async_s = time.perf_counter() - t_async0
-    if trace is not None:
-        trace.record(central)
     for request in receives:
         request.Cancel()
         request.Wait()
         request.Free()
     MPI.Request.Waitall([r for r in replies if r is not None])
-
-    record = _central_results(config, setup, finals, central, lipschitz, trace, async_s, busy_s, t_start,
-                              oversubscribed)
-    from ..report import format_summary
-    if not config.quiet:
-        print(format_summary(record), flush=True)
-    if config.output:
-        from ..results import write_results
-        rows = [row for f in finals for row in f["log"]]
-        path = write_results(config.output, record, rows)
-        if not config.quiet:
-            print(f"  results: {path}", flush=True)
-    shutdown = [comm.isend(None, dest=w, tag=TAG_SHUTDOWN) for w in range(1, q + 1)]
-    for request in shutdown:
-        wait_object(request, backoff, SHUTDOWN_TIMEOUT)
-    return record
+    return finals, busy_s
 
 
-def _central_results(config, setup, finals, central, lipschitz, trace, async_s, busy_s, t_start, oversubscribed):
+SHARED_POLL_S = 1e-3              # the central rank's sleep between looks at the shared state
+
+
+def _watch_shared(config, comm, central, shared, trace):
+    """``--transport shared-memory``: the workers update ``u_C`` themselves; the central rank wakes
+    every millisecond to trace ``u_C``, watch the heartbeats and take reports, then sleeps.
+    Returns the finals and the time spent tracing."""
+    from mpi4py import MPI
+
+    q = comm.Get_size() - 1
+    finals = [None] * q
+    status = MPI.Status()
+    heartbeat = shared.proposals.copy()
+    last_seen = [time.monotonic()] * q
+    busy_s = 0.0
+    while any(f is None for f in finals):
+        if _receive_report(comm, status, finals):
+            continue
+        if trace is not None:
+            steps = shared.total_steps()
+            if trace.due(steps):
+                t0 = time.perf_counter()
+                central.steps = central.version = steps
+                shared.read(central.u)
+                trace.record(central)
+                busy_s += time.perf_counter() - t0
+        now = time.monotonic()
+        beats = shared.proposals.copy()
+        for i in np.flatnonzero(beats != heartbeat):
+            last_seen[i] = now
+        heartbeat = beats
+        _check_silence(comm, config, finals, last_seen, f"{shared.total_steps()} steps taken")
+        time.sleep(SHARED_POLL_S)
+    # every worker has reported, so every write is done: the exact final state
+    histograms = [np.asarray(f["staleness_histogram"], dtype=np.int64) for f in finals]
+    merged = np.zeros(max(h.size for h in histograms), dtype=np.int64)
+    for h in histograms:
+        merged[:h.size] += h
+    shared.read(central.u)
+    central.set_counts(steps=shared.total_steps(), refused=int(shared.refused.sum()), histogram=merged)
+    return finals, busy_s
+
+
+def _receive_report(comm, status, finals) -> bool:
+    """Take one error report (aborts the job) or final selection if one has arrived."""
+    from mpi4py import MPI
+    if not comm.Iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status):
+        return False
+    source, tag = status.Get_source(), status.Get_tag()
+    if tag == TAG_ERROR:
+        report = comm.recv(source=source, tag=TAG_ERROR)
+        if report["input_error"] is not None:
+            abort_job(comm, EXIT_USAGE, f"asyos: error: worker rank {report['rank']}: {report['input_error']}")
+        abort_job(comm, EXIT_WORKER_FAILED, f"asyos: worker rank {report['rank']} failed: "
+                                            f"{report['error']}\n{report['traceback']}asyos: aborting the job")
+    if tag == TAG_FINAL:
+        finals[source - 1] = comm.recv(source=source, tag=TAG_FINAL)
+        return True
+    return False
+
+
+def _check_silence(comm, config, finals, last_seen, progress):
+    now = time.monotonic()
+    silent = [i + 1 for i in range(len(finals)) if finals[i] is None and now - last_seen[i] > config.watchdog_timeout]
+    if silent:
+        abort_job(comm, EXIT_WORKER_LOST,
+                  f"asyos: worker rank(s) {silent} sent nothing for more than {config.watchdog_timeout:g} s "
+                  f"(hung, or exited without finishing); {progress}; aborting the job")
+
+
+def _central_results(config, setup, finals, central, lipschitz, trace, async_s, busy_s, t_start, oversubscribed,
+                     transport):
     from ..metrics import evaluate
     from ..report import build_record
     from ..run import report_warnings
@@ -392,8 +490,10 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         refused_pushes=central.refused,
         pushes=central.accepted,
         pushes_per_s=central.accepted / async_s if async_s > 0 else None,
-        push_mode=config.resolved_push_mode,
-        max_batch=config.max_batch if config.resolved_push_mode == "pipelined" else 1,
+        transport=transport,
+        push_mode=config.resolved_push_mode if transport == "messages" else None,
+        max_batch=(config.max_batch if config.resolved_push_mode == "pipelined" else 1) if transport == "messages"
+        else None,
         steps=central.steps,
         steps_per_push=central.steps / central.accepted if central.accepted else None,
         oversubscribed=bool(oversubscribed),

@@ -16,6 +16,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import DivergenceError
+from ..learners import kernels as _kernels
 from ..learners.substitution import ENTER, REJECT, SUBSTITUTE, SubstitutionState
 from .messages import PUSH_HEADER, PUSH_STEPS, PUSH_VERSION, REPLY_HEADER, REPLY_VERSION
 
@@ -63,7 +64,9 @@ class Worker:
         self.n = shard.n_samples
         self.state = SubstitutionState(
             self.n, budget, step_size, loss, y, step_divisor=step_divisor,
-            decrease_check=decrease_check, decrease_constant=decrease_constant, lipschitz=lipschitz)
+            decrease_check=decrease_check, decrease_constant=decrease_constant, lipschitz=lipschitz,
+            expected_steps=self.passes * shard.n_local)
+        _kernels.warm_up(self.state.kernels)
         self.buffer = np.zeros(self.n + PUSH_HEADER)
         self.delta = self.buffer[:self.n]
         self.buffer[self.n + PUSH_STEPS] = 1
@@ -208,6 +211,14 @@ class Central:
         if self.monitor is not None:
             self.monitor(self)
         return True
+
+    def set_counts(self, steps: int, refused: int, histogram) -> None:
+        """Counts gathered elsewhere (the shared-memory transport, where the workers write ``u_C``
+        themselves and every step is its own push)."""
+        self.steps = self.version = self.accepted = int(steps)
+        self.u_ext[self.n + REPLY_VERSION] = self.version
+        self.refused = int(refused)
+        self._hist = [int(c) for c in histogram] or [0]
 
     @property
     def staleness_histogram(self) -> np.ndarray:

@@ -31,6 +31,7 @@ import numpy as np
 from scipy.linalg.blas import daxpy
 
 from ..errors import DivergenceError
+from . import kernels as _kernels
 
 ENTER, SUBSTITUTE, REJECT = 1, 2, 3
 ACTION_NAMES = {ENTER: "enter", SUBSTITUTE: "substitute", REJECT: "reject"}
@@ -40,7 +41,7 @@ class SubstitutionState:
     """Retained features, weights and columns of one OS learner (or one Asy-OS worker)."""
 
     def __init__(self, n_samples, budget, step_size, loss, y, *, step_divisor=1.0,
-                 decrease_check=True, decrease_constant=1.0, lipschitz=None):
+                 decrease_check=True, decrease_constant=1.0, lipschitz=None, kernels=None, expected_steps=None):
         if budget < 1:
             raise ValueError(f"budget must be at least 1; got {budget}")
         self.n = int(n_samples)
@@ -67,7 +68,15 @@ class SubstitutionState:
         self._new_w = np.empty(cap)
         self._abs_w = np.empty(cap)
         self._u_next = np.empty(self.n)
+        self._tmp = np.empty(self.n)
         self._pending = None
+        # the compiled step (kernels.py) when numba is there, unless ASYOS_KERNELS / kernels= say numpy
+        self.kernels = _kernels.backend(kernels, expected_steps)
+        self._loss_code = _kernels.LOSS_CODES.get(getattr(loss, "name", None))
+        if self._loss_code is None:
+            self.kernels = "numpy"          # a loss the kernel does not know
+        if self.y is not None:
+            self.y = np.ascontiguousarray(self.y, dtype=np.float64)
         # the gradient is taken raw (n dL/du), so the 1/n goes into the step scalars
         self._new_scale = -self.step_size / self.n
         self._retained_scale = self._new_scale / self.step_divisor
@@ -75,7 +84,7 @@ class SubstitutionState:
         self.checks = 0            # decrease checks evaluated
         self.check_rejections = 0  # substitutions the check turned down
 
-    _VIEWS = ("_XSm", "_wm", "_dwm", "_gSm", "_new_wm", "_abs_wm")
+    _VIEWS = ("_XSm", "_wm", "_dwm", "_gSm", "_new_wm", "_abs_wm", "_kernel_fn")
 
     def __getstate__(self):
         """Views do not survive pickling (they come back as copies): rebuild them instead."""
@@ -84,6 +93,15 @@ class SubstitutionState:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._resize(self.size)
+
+    @property
+    def _kernel(self):
+        """The compiled step, looked up once per state (``None`` on the numpy path)."""
+        kernel = self.__dict__.get("_kernel_fn", False)
+        if kernel is False:
+            kernel = _kernels.propose_kernel() if self.kernels == "numba" else None
+            self.__dict__["_kernel_fn"] = kernel
+        return kernel
 
     def _resize(self, m):
         """Views of the first ``m`` slots (they change only while the retained set fills)."""
@@ -98,6 +116,19 @@ class SubstitutionState:
         Writes ``Delta u`` into ``delta`` and returns ``ENTER``, ``SUBSTITUTE`` or ``REJECT``.
         """
         m = self.size
+        kernel = self._kernel
+        if kernel is not None:
+            action, k, wj, checked = kernel(self._loss_code, self.XS, m, self.w, u, self.y, xj, self._retained_scale,
+                                            self._new_scale, self.budget, self.decrease_check,
+                                            self.decrease_factor, self._g, self._gS, self._dw, self._new_w,
+                                            self._u_next, self._tmp, delta)
+            if action == _kernels.DIVERGED:
+                self._diverged()
+            if checked:
+                self.checks += 1
+                self.check_rejections += action == REJECT
+            self._pending = (action, j, xj, wj, k)
+            return action
         g = self.loss.dloss_raw(self.y, u, out=self._g)   # n dL/du
         XS, dw, gS = self._XSm, self._dwm, self._gSm
         if m:
@@ -108,9 +139,7 @@ class SubstitutionState:
             delta.fill(0.0)
         wj = self._new_scale * float(np.dot(xj, g))         # -eta x_j^T dL/du
         if not math.isfinite(wj * wj + float(np.dot(gS, gS))):   # squares overflow long before inf/NaN
-            raise DivergenceError(
-                f"the weights became non-finite: the step size {self.step_size:.4g} is too large for these "
-                f"data (L_F estimated {self.lipschitz:.4g}); pass a smaller --step-size")
+            self._diverged()
 
         if m < self.budget:
             action, k = ENTER, m
@@ -141,6 +170,11 @@ class SubstitutionState:
             daxpy(xj, delta, a=wj)
         self._pending = (action, j, xj, wj, k)
         return action
+
+    def _diverged(self):
+        raise DivergenceError(
+            f"the weights became non-finite: the step size {self.step_size:.4g} is too large for these "
+            f"data (L_F estimated {self.lipschitz:.4g}); pass a smaller --step-size")
 
     def commit(self):
         """Make the last proposal the state. Returns ``(action, j, left, slot)``: the feature that

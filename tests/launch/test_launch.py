@@ -13,12 +13,14 @@ SMALL = ["--n-features", "400", "--n-informative", "12", "--passes", "2"]
 FAULTY = os.path.join(REPO, "tests", "launch", "faulty_run.py")
 
 
-def test_asy_os_writes_the_parallel_fields(tmp_path):
-    rc, out, err, _ = asyos_run(3, *SMALL, "--output", str(tmp_path), "--trace-every", "50")
+@pytest.mark.parametrize("transport", ["auto", "messages"])
+def test_asy_os_writes_the_parallel_fields(tmp_path, transport):
+    rc, out, err, _ = asyos_run(3, *SMALL, "--output", str(tmp_path), "--trace-every", "50", "--transport", transport)
     assert rc == 0, err
     assert "asy-os (mpi)" in out and "2 workers" in out
     record = json.loads((tmp_path / "results.json").read_text())
     assert record["mode"] == "mpi" and record["n_workers"] == 2
+    assert record["transport"] == ("shared-memory" if transport == "auto" else "messages")  # one node here
     assert len(record["selected"]) == 12 and 0 <= record["metrics"]["recall"] <= 1
     # the refit minimises the loss on the selected columns, so it cannot do worse than the OS weights
     assert record["metrics"]["objective"] <= record["metrics"]["objective_selection"] * (1 + 1e-12)
@@ -33,8 +35,10 @@ def test_asy_os_writes_the_parallel_fields(tmp_path):
     assert {line.split(",")[0] for line in rows[1:]} == {"0", "1"}
 
 
-def test_staleness_bound_is_enforced_by_refusing_pushes(tmp_path):
-    rc, out, err, _ = asyos_run(4, *SMALL, "--max-staleness", "0", "--output", str(tmp_path))
+@pytest.mark.parametrize("transport", ["shared-memory", "messages"])
+def test_staleness_bound_is_enforced_by_refusing_pushes(tmp_path, transport):
+    rc, out, err, _ = asyos_run(4, *SMALL, "--max-staleness", "0", "--transport", transport,
+                                "--output", str(tmp_path))
     assert rc == 0, err
     record = json.loads((tmp_path / "results.json").read_text())
     assert record["staleness"]["max"] == 0 and record["max_staleness"] == 0
@@ -55,6 +59,7 @@ def test_local_launcher_script(tmp_path):
     assert "2 workers" in out
 
 
+@pytest.mark.parametrize("transport", ["shared-memory", "messages"])
 @pytest.mark.parametrize("mode, code, message", [
     ("raise", 3, "worker rank 2 failed: RuntimeError: injected failure"),
     ("exit", 3, "worker rank 2 failed: SystemExit: 3"),
@@ -62,8 +67,9 @@ def test_local_launcher_script(tmp_path):
     ("os-exit0", None, "rank 2 (pid"),
     ("hang", 17, "worker rank(s) [2] sent nothing for more than 5 s"),
 ])
-def test_a_failing_worker_ends_the_job_with_its_rank_named(mode, code, message):
-    rc, out, err, seconds = run_mpiexec(4, [sys.executable, FAULTY, mode, "2", "40", "--passes", "50"], timeout=60)
+def test_a_failing_worker_ends_the_job_with_its_rank_named(mode, code, message, transport):
+    rc, out, err, seconds = run_mpiexec(4, [sys.executable, FAULTY, mode, "2", "40", "--passes", "50",
+                                            "--transport", transport], timeout=60)
     assert rc != 0
     if code is not None:
         assert rc == code

@@ -45,7 +45,7 @@ def test_one_worker_stepping_one_by_one_is_sequential_os_bit_for_bit():
 @pytest.mark.mpi(min_size=2)
 def test_one_pipelined_worker_is_sequential_os_up_to_rounding():
     """Its view holds every step of its own, so only the summation order differs."""
-    record = run_on_two_ranks(CONFIG)
+    record = run_on_two_ranks(CONFIG.replace(transport="messages"))
     if world().Get_rank() == 0:
         seq = sequential_os(CONFIG)
         assert record["push_mode"] == "pipelined" and record["staleness"]["max"] == 0
@@ -53,30 +53,93 @@ def test_one_pipelined_worker_is_sequential_os_up_to_rounding():
         np.testing.assert_allclose(record["raw_coef"], seq.raw_coef_[seq.support_], rtol=1e-9)
 
 
+@pytest.mark.mpi(min_size=2)
+def test_one_worker_on_shared_memory_is_sequential_os_bit_for_bit():
+    """It reads u_C = its own row, which it built by adding each step's delta, as sequential OS does."""
+    record = run_on_two_ranks(CONFIG)                     # auto: one node, so shared memory
+    if world().Get_rank() == 0:
+        seq = sequential_os(CONFIG)
+        assert record["transport"] == "shared-memory" and record["push_mode"] is None
+        assert record["selected"] == seq.support_.tolist()
+        assert record["raw_coef"] == seq.raw_coef_[seq.support_].tolist()     # exact
+        assert record["staleness"]["max"] == 0 and record["pushes"] == record["steps"]
+
+
 @pytest.mark.mpi(min_size=3)
-def test_central_state_equals_the_workers_final_model():
+@pytest.mark.parametrize("transport", ["shared-memory", "messages"])
+def test_central_state_equals_the_workers_final_model(transport):
     """No push is lost or applied twice: L(u_C) at the end equals L(X w) of the final weights."""
     from asyos.distributed.driver import run_asy_os
     from asyos.problem import open_data_source
     from asyos.losses import get_loss
 
-    record = run_asy_os(CONFIG.replace(passes=3), world())
+    record = run_asy_os(CONFIG.replace(passes=3, transport=transport), world())
     if world().Get_rank() == 0:
+        assert record["transport"] == transport
         d = open_data_source(CONFIG).load()
         u = d.X[:, record["selected"]] @ np.array(record["raw_coef"])
         expected = get_loss("squared").value(d.y, u)
         assert record["metrics"]["objective_selection"] == pytest.approx(expected, rel=1e-9)
         assert record["n_workers"] == world().Get_size() - 1
         assert sum(w["steps"] for w in record["workers"]) == record["steps"] >= record["pushes"]
+        assert sum(record["staleness"]["histogram"]) == record["pushes"]
 
 
 @pytest.mark.mpi(min_size=3)
-def test_staleness_bound_under_mpi():
+@pytest.mark.parametrize("transport", ["shared-memory", "messages"])
+def test_staleness_bound_under_mpi(transport):
     from asyos.distributed.driver import run_asy_os
-    record = run_asy_os(CONFIG.replace(max_staleness=1), world())
+    record = run_asy_os(CONFIG.replace(max_staleness=1, transport=transport), world())
     if world().Get_rank() == 0:
         assert record["staleness"]["max"] <= 1
         assert len(record["selected"]) == 8
+        assert sum(w["refused"] for w in record["workers"]) == record["refused_pushes"]
+
+
+@pytest.mark.mpi(min_size=2)
+def test_shared_state_counts_a_write_in_progress_as_unseen():
+    """A step whose read may have caught another worker's write half-way is stale: with
+    --max-staleness 0 it is refused, and so is one whose read began before that write finished;
+    the step read after it is taken, and no change is lost."""
+    from asyos.data.shard import FeatureShard
+    from asyos.distributed.shared_state import SharedState, shared_steps
+    from asyos.learners.online_substitution import SubstitutionOptions, local_lipschitz, make_worker
+    from asyos.losses import get_loss
+    from asyos.problem import open_data_source
+    from mpi4py import MPI
+
+    d = open_data_source(CONFIG).load()
+    shard, loss = FeatureShard(d.X, np.arange(d.X.shape[1])), get_loss("squared")
+    worker = make_worker(shard, d.y, loss, 8, local_lipschitz(shard, 8, loss, 0, 0), SubstitutionOptions(passes=1))
+    state = SharedState(MPI.COMM_SELF, d.X.shape[0], 2)    # two rows; row 1's writer is played here
+    other = np.random.default_rng(0).standard_normal(d.X.shape[0])
+    events = []
+
+    def begin_write_after_step_3(st):               # called after each committed step of worker 0
+        if int(st.steps[0]) == 3:
+            st.started[1] += 1
+            st.rows[1] += other
+            events.append(("begun", int(st.refused[0])))
+
+    original = worker.propose
+
+    def propose(u, version=0):
+        if state.refused[0] == 1 and state.steps[1] == 0:   # finish it during the redo's step
+            state.steps[1] += 1
+            events.append(("finished", int(state.refused[0])))
+        return original(u, version)
+
+    worker.propose = propose
+    try:
+        _, hist = shared_steps(state, 0, worker, max_staleness=0, monitor=begin_write_after_step_3)
+        assert events == [("begun", 0), ("finished", 1)]
+        assert int(state.refused[0]) == 2 and int(state.proposals[0]) == worker.proposals + 1
+        assert sum(hist) == worker.steps and sum(hist[1:]) == 0
+        u = np.empty(d.X.shape[0])
+        selected, weights = worker.selection()
+        np.testing.assert_allclose(state.read(u), d.X[:, selected] @ weights + other, rtol=1e-9, atol=1e-12)
+    finally:
+        state.free()
 
 
 @pytest.mark.mpi(min_size=2)

@@ -1,0 +1,102 @@
+"""The compiled functions behind ``kernels.py`` (imported only when numba is installed).
+
+Module-level, so that numba's on-disk cache finds them again in the next process.
+"""
+import math
+
+import numba
+import numpy as np
+
+jit = numba.njit(cache=True, nogil=True)
+
+
+@jit
+def dloss_raw(code, y, u, out):
+    """``n dL/du`` into ``out`` (``losses.py``: 0 squared, 1 squared hinge, 2 logistic)."""
+    n = u.shape[0]
+    if code == 0:
+        for i in range(n):
+            out[i] = u[i] - y[i]
+    elif code == 1:
+        for i in range(n):
+            slack = 1.0 - y[i] * u[i]
+            out[i] = -(max(slack, 0.0) * y[i])
+    else:
+        for i in range(n):
+            out[i] = -((1.0 / (1.0 + math.exp(y[i] * u[i]))) * y[i])     # expit(-y u) y, negated
+
+
+@jit
+def value(code, y, u, tmp):
+    """The loss ``L(u)`` (``losses.py``); ``tmp`` is scratch of length n."""
+    n = u.shape[0]
+    if code < 2:
+        if code == 0:
+            dloss_raw(0, y, u, tmp)                                         # the residual u - y
+        else:
+            for i in range(n):
+                tmp[i] = max(0.0, 1.0 - y[i] * u[i])                        # the slack
+        return 0.5 * np.dot(tmp, tmp) / n
+    total = 0.0
+    for i in range(n):
+        t = -y[i] * u[i]
+        total += max(t, 0.0) + math.log1p(math.exp(-abs(t)))           # logaddexp(0, t)
+    return total / n
+
+
+@jit
+def propose_step(code, XS, m, w, u, y, xj, retained_scale, new_scale, budget, check, decrease_factor,
+                 g, gS, dw, new_w, u_next, tmp, delta):
+    """Returns ``(action, k, w_j, checked)``; ``action`` is ``DIVERGED`` when the squares of
+    the new weights overflow (the caller raises)."""
+    n = u.shape[0]
+    dloss_raw(code, y, u, g)
+    guard = 0.0
+    if m > 0:
+        gSm = gS[:m]
+        np.dot(XS[:m], g, gSm)
+        for i in range(m):
+            dw[i] = gS[i] * retained_scale
+        np.dot(dw[:m], XS[:m], delta)
+        guard = np.dot(gSm, gSm)
+    else:
+        delta[:] = 0.0
+    wj = new_scale * np.dot(xj, g)
+    if not math.isfinite(wj * wj + guard):
+        return -1, 0, wj, False
+    action, k, checked = 1, m, False                                   # ENTER
+    if m >= budget:
+        k, best = 0, math.inf
+        for i in range(m):
+            new_w[i] = w[i] + dw[i]
+            a = abs(new_w[i])
+            if a < best:
+                k, best = i, a
+        if abs(wj) <= abs(new_w[k]):
+            action = 3                                                  # REJECT
+        elif check:
+            for i in range(n):
+                u_next[i] = u[i] + delta[i]
+            for i in range(n):
+                u_next[i] += wj * xj[i]
+            a = -new_w[k]
+            for i in range(n):
+                u_next[i] += a * XS[k, i]
+            f_prev = value(code, y, u, tmp)
+            f_next = value(code, y, u_next, tmp)
+            w_k = w[k]
+            diff_sq = np.dot(dw[:m], dw[:m]) - dw[k] * dw[k] + w_k * w_k + wj * wj
+            action = 2 if f_next - f_prev <= decrease_factor * diff_sq else 3
+            checked = True
+        else:
+            action = 2                                                  # SUBSTITUTE
+        if action == 2:
+            a = -new_w[k]
+            for i in range(n):
+                delta[i] += wj * xj[i]
+            for i in range(n):
+                delta[i] += a * XS[k, i]
+    if action == 1:
+        for i in range(n):
+            delta[i] += wj * xj[i]
+    return action, k, wj, checked

@@ -1,0 +1,73 @@
+"""The numerical part of one Online Substitution step, compiled (numba), in one call.
+
+``SubstitutionState.propose`` written in numpy makes about fifteen small calls per step around its
+two matrix-vector products, and their dispatch cost as much time as the products themselves at
+``n`` = 1000, ``s`` = 64 (``benchmarks/bench_core_cost.py``). ``propose_step`` performs the same
+arithmetic, in the same order, as the numpy path of ``SubstitutionState.propose`` (which stays the
+reference the tests compare against): the gradient ``n dL/du`` (KDD'16 eqs. 4-5), ``X_S^T g`` and
+``X_S dw`` through BLAS, ``w_j`` (Alg. 1 line 7), the weakest retained weight (line 11), the
+decrease check (line 12) and ``delta``.
+
+Backends: ``ASYOS_KERNELS=numba|numpy|auto``. ``auto`` (the default) takes the compiled step when
+numba is installed and the learner has at least ``AUTO_MIN_STEPS`` steps to take (passes x its
+features): loading the compiled step costs about 0.4 s per process (importing numba, reading its
+cache), which the 4-8 us it saves per step repay only on long runs; 12 workers loading it on 2
+cores added 3 s to the 4.6 s default job. Results
+agree with the numpy path to rounding (the logistic loss's mean is summed in another order, and
+BLAS may fuse multiply-adds differently), so decisions that hinge on a tie at the last bit can
+differ; the tests compare both paths.
+"""
+from __future__ import annotations
+
+import os
+
+LOSS_CODES = {"squared": 0, "squared_hinge": 1, "logistic": 2}
+BACKENDS = ("auto", "numba", "numpy")
+DIVERGED = -1
+AUTO_MIN_STEPS = 50_000
+
+_compiled = None
+
+
+def backend(requested: str | None = None, expected_steps: int | None = None) -> str:
+    """The kernel backend to use, ``numba`` or ``numpy``, for a learner that will take about
+    ``expected_steps`` steps (``None``: unknown, counted as long)."""
+    choice = requested or os.environ.get("ASYOS_KERNELS", "auto")
+    if choice not in BACKENDS:
+        raise ValueError(f"unknown kernel backend {choice!r} (ASYOS_KERNELS); choose one of: {', '.join(BACKENDS)}")
+    if choice == "numpy":
+        return "numpy"
+    if choice == "auto":
+        import importlib.util
+        short = expected_steps is not None and expected_steps < AUTO_MIN_STEPS
+        if short or importlib.util.find_spec("numba") is None:
+            return "numpy"
+    if propose_kernel() is None:
+        raise ImportError("ASYOS_KERNELS=numba but numba is not installed: pip install numba")
+    return "numba"
+
+
+def propose_kernel():
+    """The compiled ``propose_step`` (compiled on first use, then loaded from numba's cache), or
+    ``None`` without numba."""
+    global _compiled
+    if _compiled is None:
+        try:
+            from ._compiled_step import propose_step
+            _compiled = propose_step
+        except ImportError:
+            _compiled = False
+    return _compiled or None
+
+
+def warm_up(chosen: str) -> None:
+    """With ``chosen == "numba"``: compile the step, or load it from numba's cache (a few tenths of
+    a second), now rather than inside a timed run; call it during set-up."""
+    if chosen != "numba":
+        return
+    import numpy as np
+    n, cap = 4, 3
+    XS, w, y, x = np.zeros((cap, n)), np.zeros(cap), np.ones(n), np.ones(n)
+    scratch = [np.empty(k) for k in (n, cap, cap, cap, n, n, n)]
+    for code in LOSS_CODES.values():
+        propose_kernel()(code, XS, 0, w, np.zeros(n), y, x, -0.1, -0.1, 2, True, 0.0, *scratch)
