@@ -25,6 +25,8 @@ the stores of one process becoming visible to the others in program order, which
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 CACHE_LINE_DOUBLES = 8          # rows start on their own 64-byte line: no false sharing between writers
@@ -62,7 +64,6 @@ class SharedState:
         self.rows = memory[:self.q * stride].reshape(self.q, stride)[:, :self.n]
         counters = memory[self.q * stride:].view(np.int64).reshape(len(COUNTERS), counter_stride)[:, :self.q]
         self.started, self.steps, self.proposals, self.refused = counters
-        self._sum_buffer = np.empty(self.n)
         comm.Barrier()                    # zeroed before anyone writes
 
     def read(self, out: np.ndarray) -> np.ndarray:
@@ -93,7 +94,6 @@ def shared_steps(state: SharedState, index: int, worker, max_staleness=None, mon
     missed more than that many steps of the other workers is discarded and redone from a fresh read
     (counted in ``refused``). ``monitor`` (tests) is called after every committed step.
     """
-    import time
     row = state.rows[index]
     # memoryviews: a counter read or increment costs a tenth of numpy's scalar indexing
     started, steps, proposals, refused = (memoryview(c) for c in
