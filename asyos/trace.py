@@ -24,7 +24,7 @@ class ObjectiveTrace:
         self._next = 0
 
     def __call__(self, central):
-        if central.steps >= self._next:
+        if self.due(central.steps):
             self.record(central)
 
     def due(self, steps: int) -> bool:

@@ -15,6 +15,7 @@ with messages in both push modes.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import statistics
@@ -49,13 +50,20 @@ def per_call(fn, calls, repeats):
     return min(times)
 
 
-def os_run(data, s, passes, lipschitz, kernels="numpy"):
-    loss = get_loss("squared")
+@contextlib.contextmanager
+def kernel_backend(kernels):
+    """``ASYOS_KERNELS=kernels`` for this process and the runs it starts."""
     os.environ["ASYOS_KERNELS"] = kernels
     try:
-        worker = make_worker(FeatureShard(data.X), data.y, loss, s, lipschitz, SubstitutionOptions(passes=passes))
+        yield
     finally:
         del os.environ["ASYOS_KERNELS"]
+
+
+def os_run(data, s, passes, lipschitz, kernels="numpy"):
+    loss = get_loss("squared")
+    with kernel_backend(kernels):
+        worker = make_worker(FeatureShard(data.X), data.y, loss, s, lipschitz, SubstitutionOptions(passes=passes))
     assert worker.state.kernels == kernels
     central = Central(data.n_samples)
     t0 = time.perf_counter()
@@ -140,12 +148,9 @@ def main():
         choice = ["--transport", mode] if mode == "shared-memory" else ["--transport", "messages", "--push-mode", mode]
         per = []
         for _ in range(profile["mpi_repeats"]):
-            os.environ["ASYOS_KERNELS"] = kernels
-            try:
+            with kernel_backend(kernels):
                 record, _ = run_asyos(["--n-samples", n, "--n-features", p, "--n-informative", s, "--passes",
                                        profile["passes"], *choice], ranks=2)
-            finally:
-                del os.environ["ASYOS_KERNELS"]
             wk = record["workers"][0]
             per.append((record["timing"]["async_s"] / record["steps"], wk["compute_s"] / wk["steps"],
                         record["steps_per_push"], record["oversubscribed"]))

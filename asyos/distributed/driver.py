@@ -50,7 +50,7 @@ from ..trace import ObjectiveTrace
 from .messages import (PUSH_OWN_UNSEEN, PUSH_STEPS, PUSH_VERSION, REPLY_STATUS, REPLY_VERSION, STATUS_ACCEPTED,
                        STATUS_REFUSED, TAG_ERROR, TAG_FINAL, TAG_PUSH, TAG_REPLY, TAG_SHUTDOWN, push_buffer,
                        reply_buffer)
-from .roles import Central
+from .roles import Central, Worker
 from .shared_state import SharedState, ranks_share_one_node, shared_steps
 from .transport import Backoff, Deadline, abort_job, ranks_oversubscribe_cores, wait_all, wait_object
 
@@ -137,7 +137,7 @@ def _worker_setup(config, rank, n_workers):
     check_worker_count(n_workers, problem.n_features, problem.budget)
     shard = FeatureShard(data.X, columns)
     # compile or load the step before the timed phase (if this worker's run is long enough to use it)
-    warm_up_kernels(kernel_backend(None, config.passes * shard.n_local))
+    warm_up_kernels(kernel_backend(None, Worker.expected_steps(shard, config.passes)))
     return {
         "data": data, "shard": shard, "problem": problem,
         "budget": split_budget(problem.budget, n_workers)[rank - 1],
@@ -491,9 +491,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         pushes=central.accepted,
         pushes_per_s=central.accepted / async_s if async_s > 0 else None,
         transport=transport,
-        push_mode=config.resolved_push_mode if transport == "messages" else None,
-        max_batch=(config.max_batch if config.resolved_push_mode == "pipelined" else 1) if transport == "messages"
-        else None,
+        **_push_settings(config, transport),
         steps=central.steps,
         steps_per_push=central.steps / central.accepted if central.accepted else None,
         oversubscribed=bool(oversubscribed),
@@ -508,6 +506,14 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         extra["trace"] = trace.as_dict()
     timing = {"wall_s": wall_s, "setup_s": wall_s - async_s, "async_s": async_s}
     return build_record(config, problem, "mpi", selected, coef_sel, metrics, timing, **extra)
+
+
+def _push_settings(config, transport) -> dict:
+    """``push_mode`` and ``max_batch`` as run (messages only; shared memory writes every step)."""
+    if transport != "messages":
+        return {"push_mode": None, "max_batch": None}
+    mode = config.resolved_push_mode
+    return {"push_mode": mode, "max_batch": config.max_batch if mode == "pipelined" else 1}
 
 
 def _central_load(central, async_s, busy_s) -> dict:

@@ -65,7 +65,7 @@ class Worker:
         self.state = SubstitutionState(
             self.n, budget, step_size, loss, y, step_divisor=step_divisor,
             decrease_check=decrease_check, decrease_constant=decrease_constant, lipschitz=lipschitz,
-            expected_steps=self.passes * shard.n_local)
+            expected_steps=self.expected_steps(shard, self.passes))
         _kernels.warm_up(self.state.kernels)
         self.buffer = np.zeros(self.n + PUSH_HEADER)
         self.delta = self.buffer[:self.n]
@@ -86,6 +86,12 @@ class Worker:
         self.__dict__.update(state)
         self.delta = self.buffer[:self.n]
         self._push = Push(self.delta, self.buffer, 0, -1, 0)
+
+    @staticmethod
+    def expected_steps(shard, passes) -> int:
+        """Steps a worker takes at most (retained features are skipped): what decides whether the
+        compiled step repays loading it."""
+        return int(passes) * shard.n_local
 
     @property
     def done(self) -> bool:

@@ -77,6 +77,7 @@ class SubstitutionState:
             self.kernels = "numpy"          # a loss the kernel does not know
         if self.y is not None:
             self.y = np.ascontiguousarray(self.y, dtype=np.float64)
+        self._kernel = self._compiled_step()
         # the gradient is taken raw (n dL/du), so the 1/n goes into the step scalars
         self._new_scale = -self.step_size / self.n
         self._retained_scale = self._new_scale / self.step_divisor
@@ -84,7 +85,7 @@ class SubstitutionState:
         self.checks = 0            # decrease checks evaluated
         self.check_rejections = 0  # substitutions the check turned down
 
-    _VIEWS = ("_XSm", "_wm", "_dwm", "_gSm", "_new_wm", "_abs_wm", "_kernel_fn")
+    _VIEWS = ("_XSm", "_wm", "_dwm", "_gSm", "_new_wm", "_abs_wm", "_kernel")
 
     def __getstate__(self):
         """Views do not survive pickling (they come back as copies): rebuild them instead."""
@@ -93,15 +94,11 @@ class SubstitutionState:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._resize(self.size)
+        self._kernel = self._compiled_step()
 
-    @property
-    def _kernel(self):
-        """The compiled step, looked up once per state (``None`` on the numpy path)."""
-        kernel = self.__dict__.get("_kernel_fn", False)
-        if kernel is False:
-            kernel = _kernels.propose_kernel() if self.kernels == "numba" else None
-            self.__dict__["_kernel_fn"] = kernel
-        return kernel
+    def _compiled_step(self):
+        """The compiled step (``None`` on the numpy path)."""
+        return _kernels.propose_kernel() if self.kernels == "numba" else None
 
     def _resize(self, m):
         """Views of the first ``m`` slots (they change only while the retained set fills)."""
