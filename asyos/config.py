@@ -50,13 +50,16 @@ class RunConfig:
     # the model
     budget: Optional[int] = None
     loss: str = "auto"
-    passes: int = 3
+    passes: Optional[int] = None
     step_size: Optional[float] = None
     step_divisor: float = 1.0
     decrease_check: bool = True
     decrease_constant: float = 1.0
     refit: bool = True
     seed: int = 0
+    scale: Optional[str] = None
+    params: Optional[str] = None
+    tune: bool = False
     # parallel execution
     simulate: bool = False
     workers: Optional[int] = None
@@ -82,6 +85,22 @@ class RunConfig:
     @property
     def synthetic_informative(self) -> int:
         return DEFAULT_N_INFORMATIVE if self.n_informative is None else self.n_informative
+
+    @property
+    def feature_passes(self) -> int:
+        """Passes over the features of OS / Asy-OS (default 3)."""
+        return 3 if self.passes is None else self.passes
+
+    @property
+    def estimator_params(self) -> dict:
+        """``--param name=value,name=value`` as a dict (values parsed as numbers where they are)."""
+        out = {}
+        for item in filter(None, (part.strip() for part in (self.params or "").split(","))):
+            name, sep, text = item.partition("=")
+            if not sep or not name.strip():
+                raise InputError(f"--param takes name=value[,name=value...]; got {item!r}")
+            out[name.strip().replace("-", "_")] = _parse_value(text.strip())
+        return out
 
     @property
     def resolved_push_mode(self) -> str:
@@ -143,11 +162,27 @@ class RunConfig:
                  "--max-staleness is enforced step by step: use it with --push-mode each-step (or auto)")
         _require(self.sharding in SHARDING_SCHEMES,
                  f"unknown --sharding {self.sharding!r}; choose one of: {', '.join(SHARDING_SCHEMES)}")
+        _require(self.scale in (None, "maxabs", "none"), f"--scale must be maxabs or none; got {self.scale!r}")
+        self.estimator_params
         if self.data is None:
             _require(self.test_data is None, "--test-data needs --data")
             p, s = self.synthetic_features, self.synthetic_informative
             _require(s <= p, f"--n-informative ({s}) is larger than --n-features ({p})")
         return self
+
+
+def _parse_value(text: str):
+    lowered = text.lower()
+    if lowered in ("none", "null"):
+        return None
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _flag(name: str) -> str:

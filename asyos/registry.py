@@ -18,6 +18,8 @@ class AlgorithmSpec:
     build: Callable          # (config, loss_name, budget) -> estimator
     runs_on_mpi: bool = False
     test_params: dict = None  # small, fast parameters for the common test battery
+    sample_stream: bool = False  # samples arrive (fit/partial_fit/learn_one); simulated as data-parallel workers
+    tasks: tuple = ("regression", "classification")
 
 
 _REGISTRY: dict[str, AlgorithmSpec] = {}
@@ -43,7 +45,7 @@ def all_algorithms() -> list[AlgorithmSpec]:
 
 
 def _os_kwargs(config, loss, budget):
-    return dict(budget=budget, loss=loss, passes=config.passes, step_size=config.step_size,
+    return dict(budget=budget, loss=loss, passes=config.feature_passes, step_size=config.step_size,
                 step_divisor=config.step_divisor, decrease_check=config.decrease_check,
                 decrease_constant=config.decrease_constant, refit=config.refit, random_state=config.seed,
                 trace_every=config.trace_every)
@@ -73,6 +75,48 @@ def _build_lasso(config, loss, budget):
     return LassoToBudget(budget=budget, loss=loss, refit=config.refit, random_state=config.seed)
 
 
+def _stream_builder(module, class_name):
+    """Build a sample-stream learner from the config: budget, loss (``--loss auto`` keeps the
+    learner's own default when it suits the labels, e.g. OFS's hinge), passes, seed, ``--scale``,
+    ``--param name=value,...``."""
+    def build(config, loss, budget):
+        import importlib
+        from .learners.sample_stream import stream_loss
+        cls = getattr(importlib.import_module(module, __package__), class_name)
+        estimator = cls(budget=budget, random_state=config.seed)
+        default = estimator.loss
+        if config.loss != "auto" or stream_loss(default)[0].task != stream_loss(loss)[0].task:
+            estimator.set_params(loss=loss)
+        if config.passes is not None:
+            estimator.set_params(passes=config.passes)
+        if config.scale is not None:
+            estimator.set_params(scale=None if config.scale == "none" else config.scale)
+        return estimator.set_params(**config.estimator_params)
+    return build
+
+
+_STREAM_LEARNERS = (
+    ("b-arda", ".learners.budgeted", "BudgetedARDA", "B-ARDA: budgeted adaptive dual averaging (ECML'18 Alg. 1)",
+     {"passes": 2}),
+    ("b-amd", ".learners.budgeted", "BudgetedAMD", "B-AMD: budgeted adaptive mirror descent (ECML'18 Alg. 2)",
+     {"passes": 2}),
+    ("ofs", ".learners.ofs", "OFS", "OFS / FOFS: margin update, L2 ball, keep the B largest (Wang et al. 2014)",
+     {"passes": 2}),
+    ("sofs", ".learners.ofs", "SOFS", "SOFS: diagonal AROW, keep the B most confident (Wu et al. 2017); "
+     "classification", {"passes": 2}),
+    ("l1-arda", ".learners.l1", "L1ARDA", "l1-ARDA, the l1 weight searched for the budget (Duchi et al. 2011)",
+     {"passes": 1}),
+    ("ada-fobos", ".learners.l1", "AdaFOBOS", "Ada-FOBOS, the l1 weight searched for the budget (Duchi et al. "
+     "2011)", {"passes": 1}),
+    ("opg", ".learners.l1", "OPG", "online proximal gradient (FOBOS) with l1 (+l2), l1 weight searched for the "
+     "budget", {"passes": 1}),
+    ("rda", ".learners.l1", "RDA", "l1-RDA (Xiao 2010), l1 weight searched for the budget", {"passes": 1}),
+    ("sfsa", ".learners.sfsa", "SFSA", "stochastic feature selection with annealing (thesis Alg. 1; "
+     "method=sgd|nesterov|adam)", {"passes": 2, "batch_size": 5}),
+    ("tsgd", ".learners.sfsa", "TSGD", "truncated SGD (thesis Alg. 2; truncate=end|every)",
+     {"passes": 2, "batch_size": 5}),
+)
+
 _LOADED = False
 
 
@@ -89,3 +133,7 @@ def _load_builtin():
                            _build_proj_gd, test_params={"max_iter": 50}))
     register(AlgorithmSpec("lasso", "L1 path tuned to the budget, scikit-learn (batch baseline)",
                            _build_lasso, test_params={}))
+    for name, module, class_name, description, test_params in _STREAM_LEARNERS:
+        tasks = ("classification",) if name == "sofs" else ("regression", "classification")
+        register(AlgorithmSpec(name, description, _stream_builder(module, class_name), test_params=test_params,
+                               sample_stream=True, tasks=tasks))

@@ -9,7 +9,8 @@ from .results import environment
 def build_record(config, problem, mode, selected, coef, metrics, timing, warnings=(), **extra) -> dict:
     """``selected`` are global feature indices (sorted) and ``coef`` their coefficients."""
     record = {
-        "algorithm": "asy-os" if mode in ("mpi", "simulated") else config.algorithm,
+        "algorithm": "asy-os" if mode == "mpi" or (mode == "simulated" and config.algorithm in ("os", "asy-os"))
+        else config.algorithm,
         "mode": mode,
         "config": config.as_dict(),
         "problem": {

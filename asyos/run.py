@@ -57,7 +57,8 @@ def make_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("model")
     g.add_argument("--budget", type=int, help="features to keep (default: the true s of synthetic data)")
     g.add_argument("--loss", help="squared, squared_hinge, logistic or auto (default: from the labels)")
-    g.add_argument("--passes", type=int, help="scans over the features (default 3)")
+    g.add_argument("--passes", type=int, help="OS: scans over the features (default 3); sample-stream learners: "
+                                              "passes over the samples (default ceil(2 p / n), ECML'18's)")
     g.add_argument("--step-size", type=float, help="eta (default 0.5 / L_F estimated from the data)")
     g.add_argument("--step-divisor", type=float, help="the paper's m >= 1 (default 1)")
     _bool_flag(g, "decrease-check", "keep the objective-decrease check (default on; --no-decrease-check "
@@ -65,6 +66,15 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--decrease-constant", type=float, help="the paper's c in [0, 1] (default 1)")
     _bool_flag(g, "refit", "refit on the selected features before evaluation (default on; --no-refit)")
     g.add_argument("--seed", type=int, help="seed of data generation and of every random choice (default 0)")
+    g = p.add_argument_group("sample-stream learners (b-arda, b-amd, ofs, sofs, l1-arda, ada-fobos, opg, rda, "
+                             "sfsa, tsgd)")
+    g.add_argument("--param", dest="params", help="the learner's parameters, name=value[,name=value...] "
+                                                  "(e.g. eta=0.01,lam=1e-4; see --list-algorithms and the "
+                                                  "class docstrings)")
+    g.add_argument("--scale", help="maxabs (the learners' default: each feature divided by its largest |value|) "
+                                   "or none (the data as given, the ECML'18 protocol)")
+    g.add_argument("--tune", action="store_true", help="choose eta, lam (1/gamma for SOFS) from {1e-1, 1e-1.5, "
+                                                       "..., 1e-8} on training accuracy (ECML'18), then fit")
     g = p.add_argument_group("parallel execution")
     g.add_argument("--simulate", action="store_true", help="run Asy-OS in the staleness simulator")
     g.add_argument("--workers", type=int, help="simulated workers (default 4)")
@@ -128,17 +138,33 @@ def run_local(config) -> int:
         prepare_output_dir(config.output)
     spec = get_algorithm(config.algorithm)
     simulated = config.simulate or config.algorithm == "asy-os"
-    if simulated and config.algorithm not in ("os", "asy-os"):
-        raise InputError(f"--simulate runs Asy-OS; algorithm {config.algorithm!r} has no simulated form")
+    if simulated and not (spec.sample_stream or config.algorithm in ("os", "asy-os")):
+        raise InputError(f"--simulate runs Asy-OS or a sample-stream learner; algorithm {config.algorithm!r} "
+                         f"has no simulated form")
+    if config.tune and not spec.sample_stream:
+        raise InputError(f"--tune applies to the sample-stream learners; {config.algorithm!r} is not one")
     source = open_data_source(config)
     data = source.load()
     problem = resolve_problem(config, source, data.y)
-    if simulated:
+    if simulated and not spec.sample_stream:
         spec = get_algorithm("asy-os")
     estimator = spec.build(config, problem.loss.name, problem.budget)
     t1 = time.perf_counter()
+    extra = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
+        if config.tune:
+            from .learners.tuning import grid_search
+            estimator, table = grid_search(estimator, data.X, data.y)
+            extra.update(tuned_params=estimator.tuned_params_, tuning=table)
+            if not config.quiet:
+                print(f"asyos: tuned {config.algorithm}: {estimator.tuned_params_}", flush=True)
+        if simulated and spec.sample_stream:
+            from .config import DEFAULT_SIMULATED_WORKERS
+            from .distributed.stream_simulator import AsyncSampleStream
+            estimator = AsyncSampleStream(estimator, n_workers=config.workers or DEFAULT_SIMULATED_WORKERS,
+                                          max_staleness=config.max_staleness, policy=config.staleness_policy,
+                                          schedule=config.schedule, random_state=config.seed)
         estimator.fit(data.X, data.y)
     t2 = time.perf_counter()
     notes = report_warnings(caught)
@@ -148,16 +174,17 @@ def run_local(config) -> int:
     u_train = np.asarray(data.X[:, support] @ coef[support]).ravel()
     u_test = np.asarray(data.X_test[:, support] @ coef[support]).ravel() if data.has_test else None
     metrics = evaluate(problem.loss, coef, u_train, data.y, u_test, data.y_test, data.true_coef, support)
-    extra = {"raw_coef": estimator.raw_coef_[support]}
+    extra["raw_coef"] = estimator.raw_coef_[support]
     if getattr(estimator, "trace_", None):
         extra["trace"] = estimator.trace_
-    for name in ("step_size_", "lipschitz_", "n_steps_", "n_iter_"):
+    for name in ("step_size_", "lipschitz_", "n_steps_", "n_iter_", "n_samples_seen_", "n_updates_", "lam_"):
         if hasattr(estimator, name):
             extra[name.rstrip("_")] = getattr(estimator, name)
     if simulated:
         tau = estimator.n_workers if estimator.max_staleness is None else estimator.max_staleness
+        pushes = estimator.n_events_ if spec.sample_stream else estimator.n_pushes_
         extra.update(n_workers=estimator.n_workers, staleness=estimator.staleness_, refused_pushes=0,
-                     pushes=estimator.n_pushes_, pushes_per_s=estimator.n_pushes_ / (t2 - t1),
+                     pushes=pushes, pushes_per_s=pushes / (t2 - t1),
                      max_staleness=tau, staleness_policy=config.staleness_policy, schedule=config.schedule)
     timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0, "fit_s": t2 - t1}
     record = build_record(config, problem, "simulated" if simulated else "sequential", support,

@@ -33,8 +33,18 @@ def test_registry_names():
     assert all(s.name == s.name.lower() and " " not in s.name for s in SPECS)
 
 
-@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
-@pytest.mark.parametrize("task", ["regression", "classification"])
+CASES = [(spec, task) for spec in SPECS for task in spec.tasks]
+OTHER_TASK = [(spec, task) for spec in SPECS for task in ("regression", "classification") if task not in spec.tasks]
+
+
+def data_for(spec, regression, classification):
+    """The data and loss of the spec's first task (regression where it can)."""
+    if "regression" in spec.tasks:
+        return regression, "squared"
+    return classification, "squared_hinge"
+
+
+@pytest.mark.parametrize("spec,task", CASES, ids=lambda v: getattr(v, "name", v))
 def test_fit_respects_the_budget_and_the_face(spec, task, regression, classification):
     d, loss = (regression, "squared") if task == "regression" else (classification, "squared_hinge")
     X, y = d.X.copy(), d.y.copy()
@@ -50,10 +60,18 @@ def test_fit_respects_the_budget_and_the_face(spec, task, regression, classifica
         assert set(np.unique(model.predict(d.X_test))) <= {-1.0, 1.0}
 
 
+@pytest.mark.parametrize("spec,task", OTHER_TASK, ids=lambda v: getattr(v, "name", v))
+def test_unsupported_task_is_named(spec, task, regression, classification):
+    d, loss = (regression, "squared") if task == "regression" else (classification, "squared_hinge")
+    with pytest.raises(InputError, match=f"is a .* learner; the {loss} loss is for {task}"):
+        build(spec, loss).fit(d.X, d.y)
+
+
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
-def test_same_seed_same_result(spec, regression):
-    a = build(spec, "squared").fit(regression.X, regression.y)
-    b = build(spec, "squared").fit(regression.X, regression.y)
+def test_same_seed_same_result(spec, regression, classification):
+    d, loss = data_for(spec, regression, classification)
+    a = build(spec, loss).fit(d.X, d.y)
+    b = build(spec, loss).fit(d.X, d.y)
     assert np.array_equal(a.coef_, b.coef_)
 
 
@@ -67,20 +85,22 @@ def test_dense_and_sparse_input_agree(spec, classification):
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
-def test_fitted_model_pickles(spec, regression):
-    model = build(spec, "squared").fit(regression.X, regression.y)
+def test_fitted_model_pickles(spec, regression, classification):
+    d, loss = data_for(spec, regression, classification)
+    model = build(spec, loss).fit(d.X, d.y)
     clone = pickle.loads(pickle.dumps(model))
-    np.testing.assert_array_equal(clone.predict(regression.X_test), model.predict(regression.X_test))
+    np.testing.assert_array_equal(clone.predict(d.X_test), model.predict(d.X_test))
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
-def test_bad_input_is_named(spec, regression):
+def test_bad_input_is_named(spec, regression, classification):
     with pytest.raises(InputError, match="must be -1 or \\+1"):
         build(spec, "squared_hinge").fit(regression.X, regression.y)
+    d, loss = data_for(spec, regression, classification)
     with pytest.raises(InputError, match="larger than the number of features"):
-        build(spec, "squared", budget=500).fit(regression.X, regression.y)
-    model = build(spec, "squared").fit(regression.X, regression.y)
+        build(spec, loss, budget=500).fit(d.X, d.y)
+    model = build(spec, loss).fit(d.X, d.y)
     with pytest.raises(InputError, match="features"):
-        model.predict(regression.X[:, :10])
+        model.predict(d.X[:, :10])
     with pytest.raises(InputError, match="not fitted"):
-        build(spec, "squared").predict(regression.X)
+        build(spec, loss).predict(d.X)

@@ -137,7 +137,7 @@ def _worker_setup(config, rank, n_workers):
     check_worker_count(n_workers, problem.n_features, problem.budget)
     shard = FeatureShard(data.X, columns)
     # compile or load the step before the timed phase (if this worker's run is long enough to use it)
-    warm_up_kernels(kernel_backend(None, Worker.expected_steps(shard, config.passes)))
+    warm_up_kernels(kernel_backend(None, Worker.expected_steps(shard, config.feature_passes)))
     return {
         "data": data, "shard": shard, "problem": problem,
         "budget": split_budget(problem.budget, n_workers)[rank - 1],
@@ -146,7 +146,7 @@ def _worker_setup(config, rank, n_workers):
 
 
 def _options(config):
-    return SubstitutionOptions(passes=config.passes, step_size=config.step_size, step_divisor=config.step_divisor,
+    return SubstitutionOptions(passes=config.feature_passes, step_size=config.step_size, step_divisor=config.step_divisor,
                                decrease_check=config.decrease_check, decrease_constant=config.decrease_constant,
                                log_selection=True).validated()
 

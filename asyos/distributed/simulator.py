@@ -83,6 +83,16 @@ def simulate(workers, central, max_staleness: int, policy: str = "max", schedule
                             max_staleness=tau, policy=policy, schedule=schedule)
 
 
+def choose_version(policy, rng, current, tau, floor):
+    """The version a worker reads: in ``[max(current - tau, floor), current]`` as ``policy`` says."""
+    lo = max(current - tau, floor)
+    if policy == "max":
+        return lo
+    if policy == "uniform":
+        return int(rng.integers(lo, current + 1))
+    return current
+
+
 def _run(workers, central, tau, policy, schedule, rng, history, floors, active):
     turn = 0
     steps = 0
@@ -94,13 +104,7 @@ def _run(workers, central, tau, policy, schedule, rng, history, floors, active):
             slot = int(rng.integers(len(active)))
         i = active[slot]
         V = central.version
-        lo = max(V - tau, floors[i])
-        if policy == "max":
-            r = lo
-        elif policy == "uniform":
-            r = int(rng.integers(lo, V + 1))
-        else:
-            r = V
+        r = choose_version(policy, rng, V, tau, floors[i])
         push = workers[i].propose(history.read(r, V, central.u), r)
         if push is None:
             active.pop(slot)

@@ -1,0 +1,138 @@
+"""Sample-stream learners as asynchronous data-parallel workers, simulated in one process.
+
+``q`` workers each read their own part of the stream (every pass draws a fresh permutation of the
+samples and splits it into ``q`` contiguous parts, worker ``i`` taking part ``i``). At each event one
+worker (chosen by the *schedule*) takes its next sample (its next mini-batch for SFSA/TSGD), computes
+its prediction ``u = w.x`` -- and hence its loss gradient -- at a model up to ``tau`` updates old
+(chosen by the *policy*, as in ``asyos.distributed.simulator``), and the central model applies the
+update at once: every push is applied, none waits. Only the data term sees the stale model; the
+learner's own bookkeeping (AdaGrad's ``H``, the truncation, the regularizer, AROW's variances) acts
+on the central state, as it would on a parameter server. A worker always sees its own previous
+update. The staleness of an update is ``version at apply - version read``.
+
+With one worker and ``tau = 0`` this is exactly the sequential ``fit`` (same permutations).
+Everything is deterministic given ``random_state``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from ..learners.base import check_positive_int
+from ..learners.sample_stream import rows_of
+from .simulator import check_simulation_args, choose_version
+
+
+def worker_streams(n_samples, n_passes, n_workers, rng):
+    """Each worker's sequence of sample indices over all passes."""
+    parts = [[] for _ in range(n_workers)]
+    for _ in range(n_passes):
+        for w, part in enumerate(np.array_split(rng.permutation(n_samples), n_workers)):
+            parts[w].append(part)
+    return [np.concatenate(p).astype(np.int64) for p in parts]
+
+
+class AsyncSampleStream:
+    """Run ``learner`` (a sample-stream learner, not fitted) as ``n_workers`` asynchronous workers.
+
+    Parameters: ``n_workers``; ``max_staleness`` (``tau``; ``None`` = ``n_workers``); ``policy`` in
+    ``max|uniform|fresh``; ``schedule`` in ``round-robin|random``; ``random_state``.
+    Attributes after ``fit``: ``learner_`` (the central model: ``coef_``, ``predict`` ... are
+    forwarded to it), ``staleness_`` (mean, p95, max, histogram), ``n_events_``.
+    """
+
+    def __init__(self, learner, n_workers=4, max_staleness=None, policy="max", schedule="round-robin",
+                 random_state=0):
+        self.learner = learner
+        self.n_workers = n_workers
+        self.max_staleness = max_staleness
+        self.policy = policy
+        self.schedule = schedule
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        check_positive_int(self.n_workers, "n_workers")
+        tau = self.n_workers if self.max_staleness is None else self.max_staleness
+        check_simulation_args(tau, self.policy, self.schedule)
+        learner = type(self.learner)(**self.learner.get_params())
+        if getattr(learner, "lam", None) == "auto":      # the l1 weight is searched sequentially first
+            learner.set_params(lam=learner.fit(X, y).lam_)
+        X, y = learner._validate(X, y, reset=True)
+        n = X.shape[0]
+        if self.n_workers > n:
+            raise InputError(f"{self.n_workers} workers but only {n} samples: every worker needs a sample")
+        rng = np.random.default_rng(learner.random_state)
+        streams = worker_streams(n, learner._n_passes(n, X.shape[1]), self.n_workers, rng)
+        self.staleness_, self.n_events_ = _simulate(learner, rows_of(X), y, streams, int(tau), self.policy,
+                                                    self.schedule, np.random.default_rng(self.random_state))
+        learner._touched()
+        self.learner_ = learner
+        return self
+
+    def __getattr__(self, name):
+        if name.endswith("_") and not name.startswith("_") and "learner_" in self.__dict__:
+            return getattr(self.__dict__["learner_"], name)
+        raise AttributeError(name)
+
+    def predict(self, X):
+        return self.learner_.predict(X)
+
+    def decision_function(self, X):
+        return self.learner_.decision_function(X)
+
+    def get_support(self, indices=False):
+        return self.learner_.get_support(indices)
+
+    def transform(self, X):
+        return self.learner_.transform(X)
+
+
+def _simulate(learner, rows, y, streams, tau, policy, schedule, rng):
+    indptr, indices, data = rows
+    state = learner._state
+    batch = getattr(learner, "batch_size", 1)
+    history = np.zeros((tau + 1, learner.n_features_in_)) if tau > 0 else None
+    version = 0
+    if history is not None:
+        history[0] = learner._weights(state)
+    floors = [0] * len(streams)
+    cursor = [0] * len(streams)
+    active = [i for i, s in enumerate(streams) if s.shape[0]]
+    counts = np.zeros(tau + 1, dtype=np.int64)
+    turn = 0
+    while active:
+        if schedule == "round-robin":
+            slot = turn % len(active)
+            turn += 1
+        else:
+            slot = int(rng.integers(len(active)))
+        i = active[slot]
+        order = streams[i][cursor[i]:cursor[i] + batch]
+        cursor[i] += order.shape[0]
+        read = choose_version(policy, rng, version, tau, floors[i])
+        margins = None
+        if read != version:
+            w = history[read % (tau + 1)]
+            margins = np.array([data[indptr[r]:indptr[r + 1]] @ w[indices[indptr[r]:indptr[r + 1]]] for r in order])
+        learner._run_rows(state, indptr, indices, data, y, order, margins)
+        counts[version - read] += 1
+        version += 1
+        floors[i] = version
+        if history is not None:
+            history[version % (tau + 1)] = learner._weights(state)
+        if cursor[i] >= streams[i].shape[0]:
+            active.pop(slot)
+            if schedule == "round-robin":
+                turn = slot
+    return _summary(counts), version
+
+
+def _summary(counts):
+    total = int(counts.sum())
+    if total == 0:
+        return {"mean": 0.0, "p95": 0, "max": 0, "histogram": {}}
+    values = np.arange(counts.shape[0])
+    cumulative = np.cumsum(counts)
+    return {"mean": float(values @ counts / total), "p95": int(np.searchsorted(cumulative, 0.95 * total)),
+            "max": int(values[counts > 0].max()),
+            "histogram": {int(v): int(c) for v, c in zip(values, counts) if c}}

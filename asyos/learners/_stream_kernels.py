@@ -1,0 +1,600 @@
+"""Row loops of the sample-stream learners, compiled with numba when it is available.
+
+Each ``*_rows`` function processes the rows ``order`` of a CSR matrix one at a time, exactly as the
+published per-sample algorithm does, but touches only the row's non-zeros plus what the budget
+needs (the kept set), never a dense ``d``-vector:
+
+* budgets are kept with an indexed binary heap (``heap_*``) or a quickselect over the kept set plus
+  the row's non-zeros (``keep_top``), so truncation costs ``O(B + nnz)`` or ``O(nnz log B)``;
+* global rescalings (``(1 - lambda eta) w``, the L2-ball projection) are a scalar that multiplies
+  the stored vector;
+* l1 shrinkage of coordinates a row does not touch is applied lazily, in closed form, the next time
+  the coordinate is read.
+
+Every loop takes ``margins`` and ``given``: with ``given`` the prediction ``u = w.x`` of row ``j``
+is ``margins[j]`` instead of being computed from the current state. This is how the staleness
+simulator (``asyos.distributed.stream_simulator``) makes a step use a model several updates old.
+
+Ordering: every top-B choice is a strict total order on ``(score, rank)``: a larger score wins, an
+equal score goes to the smaller rank (the feature index, or minus it where the lower index must
+lose), so results never depend on the order in which candidates were met.
+
+Without numba (or with ``ASYOS_KERNELS=numpy``) the same functions run as plain Python: correct
+but slow; the tests compare both against the dense per-sample transcriptions in
+``tests/test_sample_stream_oracles.py``.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+LOSS_CODES = {"squared": 0, "squared_hinge": 1, "logistic": 2, "hinge": 3}
+
+
+def _make_jit():
+    if os.environ.get("ASYOS_KERNELS", "auto") == "numpy":
+        return lambda f: f, False
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - numba is a declared dependency
+        return lambda f: f, False
+    return numba.njit(cache=True, nogil=True), True
+
+
+jit, COMPILED = _make_jit()
+
+
+# -- losses on one sample (asyos.losses with n = 1; hinge is the margin rule of OFS) ------------
+@jit
+def dloss1(code, y, u):
+    """``d loss / du`` of one sample: 0 squared ``u - y``; 1 squared hinge ``-y max(0, 1 - y u)``;
+    2 logistic ``-y expit(-y u)``; 3 hinge (a subgradient) ``-y [y u < 1]``."""
+    if code == 0:
+        return u - y
+    if code == 1:
+        slack = 1.0 - y * u
+        return -y * slack if slack > 0.0 else 0.0
+    if code == 2:
+        z = y * u
+        if z > 0.0:
+            e = math.exp(-z)
+            return -y * e / (1.0 + e)
+        return -y / (1.0 + math.exp(z))
+    return -y if y * u < 1.0 else 0.0
+
+
+@jit
+def beats(key_a, rank_a, key_b, rank_b):
+    """The total order of every top-B choice: a larger key, or an equal key and a smaller rank."""
+    return key_a > key_b or (key_a == key_b and rank_a < rank_b)
+
+
+# -- an indexed binary heap: the item on top beats every other one ------------------------------
+@jit
+def heap_sift_up(heap, pos, key, rank, i):
+    item = heap[i]
+    while i > 0:
+        parent = (i - 1) >> 1
+        other = heap[parent]
+        if not beats(key[item], rank[item], key[other], rank[other]):
+            break
+        heap[i] = other
+        pos[other] = i
+        i = parent
+    heap[i] = item
+    pos[item] = i
+
+
+@jit
+def heap_sift_down(heap, pos, key, rank, size, i):
+    item = heap[i]
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        right = child + 1
+        if right < size and beats(key[heap[right]], rank[heap[right]], key[heap[child]], rank[heap[child]]):
+            child = right
+        other = heap[child]
+        if not beats(key[other], rank[other], key[item], rank[item]):
+            break
+        heap[i] = other
+        pos[other] = i
+        i = child
+    heap[i] = item
+    pos[item] = i
+
+
+@jit
+def heap_push(heap, pos, key, rank, size, item):
+    heap[size] = item
+    pos[item] = size
+    heap_sift_up(heap, pos, key, rank, size)
+    return size + 1
+
+
+@jit
+def heap_remove(heap, pos, key, rank, size, item):
+    """Remove ``item``; returns the new size."""
+    i = pos[item]
+    pos[item] = -1
+    size -= 1
+    if i == size:
+        return size
+    last = heap[size]
+    heap[i] = last
+    pos[last] = i
+    heap_sift_up(heap, pos, key, rank, i)
+    heap_sift_down(heap, pos, key, rank, size, pos[last])
+    return size
+
+
+@jit
+def heap_fix(heap, pos, key, rank, size, item):
+    """Restore the heap after ``key[item]`` changed either way."""
+    heap_sift_up(heap, pos, key, rank, pos[item])
+    heap_sift_down(heap, pos, key, rank, size, pos[item])
+
+
+# -- quickselect: the ``k`` best of ``cand[:n]`` moved to ``cand[:k]`` ---------------------------
+@jit
+def keep_top(cand, n, k, score, rank):
+    lo, hi = 0, n - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        piv = cand[mid]
+        pk, pr = score[piv], rank[piv]
+        i, j = lo, hi
+        while i <= j:
+            while beats(score[cand[i]], rank[cand[i]], pk, pr):
+                i += 1
+            while beats(pk, pr, score[cand[j]], rank[cand[j]]):
+                j -= 1
+            if i <= j:
+                tmp = cand[i]
+                cand[i] = cand[j]
+                cand[j] = tmp
+                i += 1
+                j -= 1
+        if k - 1 <= j:
+            hi = j
+        elif k - 1 >= i:
+            lo = i
+        else:
+            break
+
+
+# -- B-ARDA (ECML'18 Alg. 1): dual averaging, keep the B largest H z^2 ---------------------------
+@jit
+def _arda_score(i, c, sg, sq, eta, delta, power):
+    """The truncation score ``H_i |z_i|^power`` of eq. 2 (power 2) or eq. 4 (power 1)."""
+    h = delta + math.sqrt(sq[i])
+    z = abs(eta * sg[i] / (c + h))
+    return h * z * z if power == 2 else h * z
+
+
+@jit
+def barda_rows(sg, sq, active, mpos, members, heap, hpos, hkey, ranks, counts, params,
+               indptr, indices, data, y, order, margins, given):
+    """``counts = [t, n_members, heap_size, n_updates]``;
+    ``params = [eta, lam, delta, budget, loss, power]``.
+
+    State: ``sg = sum g`` and ``sq = sum g^2`` per coordinate (``H = delta + sqrt(sq)``); the kept set
+    (``members``, ``mpos``) is the top ``B`` of ``H z^2`` over the coordinates ever touched, with
+    ``z = -eta sg / (lam eta t + H)`` (eq. 1 with ``phi = lam/2 ||w||^2``). The others sit in a heap
+    keyed by an upper bound of their score: a score only falls while ``t`` grows and the coordinate
+    is not touched, so a key computed earlier stays an upper bound and is refreshed only when it
+    reaches the top (the invariant is restored after every row at ``c = lam eta t``).
+    """
+    eta, lam, delta, budget, code = params[0], params[1], params[2], int(params[3]), int(params[4])
+    power = int(params[5])
+    t, nmem, hsize, nupd = counts[0], counts[1], counts[2], counts[3]
+    for jj in range(order.shape[0]):
+        r = order[jj]
+        lo, hi = indptr[r], indptr[r + 1]
+        c_prev = lam * eta * t
+        if given:
+            u = margins[jj]
+        else:
+            u = 0.0
+            for k in range(lo, hi):
+                i = indices[k]
+                if mpos[i] >= 0:
+                    u -= eta * sg[i] / (c_prev + delta + math.sqrt(sq[i])) * data[k]
+        t += 1
+        c = lam * eta * t
+        gl = dloss1(code, y[r], u)
+        if gl != 0.0:
+            nupd += 1
+            for k in range(lo, hi):
+                i = indices[k]
+                g = gl * data[k]
+                sg[i] += g
+                sq[i] += g * g
+                if not active[i]:
+                    active[i] = True
+                    if nmem < budget:
+                        members[nmem] = i
+                        mpos[i] = nmem
+                        nmem += 1
+                    else:
+                        hkey[i] = _arda_score(i, c, sg, sq, eta, delta, power)
+                        hsize = heap_push(heap, hpos, hkey, ranks, hsize, i)
+                elif hpos[i] >= 0:
+                    hkey[i] = _arda_score(i, c, sg, sq, eta, delta, power)
+                    heap_fix(heap, hpos, hkey, ranks, hsize, i)
+        # restore: every coordinate outside the kept set scores no higher than the weakest member
+        while hsize > 0:
+            weakest, wscore = -1, 0.0
+            for m in range(nmem):
+                i = members[m]
+                s = _arda_score(i, c, sg, sq, eta, delta, power)
+                if weakest < 0 or beats(wscore, ranks[weakest], s, ranks[i]):
+                    weakest, wscore = i, s
+            top = heap[0]
+            if not beats(hkey[top], ranks[top], wscore, ranks[weakest]):
+                break
+            exact = _arda_score(top, c, sg, sq, eta, delta, power)
+            if exact != hkey[top]:
+                hkey[top] = exact
+                heap_sift_down(heap, hpos, hkey, ranks, hsize, 0)
+                continue
+            hsize = heap_remove(heap, hpos, hkey, ranks, hsize, top)
+            slot = mpos[weakest]
+            members[slot] = top
+            mpos[top] = slot
+            mpos[weakest] = -1
+            hkey[weakest] = wscore
+            hsize = heap_push(heap, hpos, hkey, ranks, hsize, weakest)
+    counts[0], counts[1], counts[2], counts[3] = t, nmem, hsize, nupd
+
+
+# -- B-AMD (ECML'18 Alg. 2): adaptive mirror descent, keep the B largest H |z| -------------------
+@jit
+def bamd_rows(w, sq, mpos, members, stamp, cand, score, ranks, counts, params,
+              indptr, indices, data, y, order, margins, given):
+    """``counts = [t, n_members, n_updates]``; ``params = [eta, lam, delta, budget, loss, power]``.
+
+    Per row: ``g = lam w + l'(u) x`` (non-zero on the kept set and the row), ``s_i = ||g_{1:t,i}||``,
+    ``z = w - eta g / H`` (eq. 3's closed form), then the ``B`` largest ``H_i |z_i|`` among the non-zeros
+    (eq. 4). ``w`` is zero outside ``members``.
+    """
+    eta, lam, delta, budget, code = params[0], params[1], params[2], int(params[3]), int(params[4])
+    power = int(params[5])
+    t, nmem, nupd = counts[0], counts[1], counts[2]
+    for jj in range(order.shape[0]):
+        r = order[jj]
+        lo, hi = indptr[r], indptr[r + 1]
+        if given:
+            u = margins[jj]
+        else:
+            u = 0.0
+            for k in range(lo, hi):
+                u += w[indices[k]] * data[k]
+        t += 1
+        gl = dloss1(code, y[r], u)
+        if gl != 0.0:
+            nupd += 1
+        for k in range(lo, hi):
+            i = indices[k]
+            stamp[i] = t
+            g = lam * w[i] + gl * data[k]
+            if g != 0.0:
+                sq[i] += g * g
+                w[i] -= eta * g / (delta + math.sqrt(sq[i]))
+        if lam != 0.0:
+            for m in range(nmem):
+                i = members[m]
+                if stamp[i] != t:
+                    g = lam * w[i]
+                    if g != 0.0:
+                        sq[i] += g * g
+                        w[i] -= eta * g / (delta + math.sqrt(sq[i]))
+        n = 0                                        # candidates: the non-zeros of z
+        for m in range(nmem):
+            i = members[m]
+            mpos[i] = -1
+            if w[i] != 0.0:
+                mpos[i] = -2
+                cand[n] = i
+                n += 1
+        for k in range(lo, hi):
+            i = indices[k]
+            if w[i] != 0.0 and mpos[i] == -1:
+                mpos[i] = -2
+                cand[n] = i
+                n += 1
+        if n > budget:
+            for m in range(n):
+                i = cand[m]
+                a = abs(w[i])
+                score[i] = (delta + math.sqrt(sq[i])) * (a * a if power == 2 else a)
+            keep_top(cand, n, budget, score, ranks)
+            for m in range(budget, n):
+                w[cand[m]] = 0.0
+                mpos[cand[m]] = -1
+            n = budget
+        for m in range(n):
+            members[m] = cand[m]
+            mpos[cand[m]] = m
+        nmem = n
+    counts[0], counts[1], counts[2] = t, nmem, nupd
+
+
+# -- OFS (Wang et al. 2014, FOFS): margin update, L2-ball projection, keep the B largest |w| ------
+@jit
+def ofs_rows(v, scale, heap, hpos, hkey, ranks, counts, params,
+             indptr, indices, data, y, order, margins, given):
+    """``w = scale[0] * v``; ``counts = [t, n_kept, n_updates]``; ``params = [eta, lam, budget, loss]``.
+
+    On a step with ``l'(u) != 0`` (for the hinge: a margin violation): ``w <- (1 - lam eta) w -
+    eta l'(u) x``, projected onto the ball of radius ``1/sqrt(lam)``, then the ``B`` largest ``|w_i|``
+    kept; otherwise only ``w <- (1 - lam eta) w``. The kept set is a heap with the weakest on top
+    (``hkey = -|v|``, ``ranks = -index``).
+    """
+    eta, lam, budget, code = params[0], params[1], int(params[2]), int(params[3])
+    t, size, nupd = counts[0], counts[1], counts[2]
+    a = scale[0]
+    shrink = 1.0 - lam * eta
+    for jj in range(order.shape[0]):
+        r = order[jj]
+        lo, hi = indptr[r], indptr[r + 1]
+        if given:
+            u = margins[jj]
+        else:
+            u = 0.0
+            for k in range(lo, hi):
+                u += v[indices[k]] * data[k]
+            u *= a
+        t += 1
+        gl = dloss1(code, y[r], u)
+        a *= shrink
+        if gl == 0.0:
+            continue
+        nupd += 1
+        step = -eta * gl / a
+        for k in range(lo, hi):                       # the kept coordinates first
+            i = indices[k]
+            if hpos[i] >= 0:
+                v[i] += step * data[k]
+                hkey[i] = -abs(v[i])
+                heap_fix(heap, hpos, hkey, ranks, size, i)
+        norm2 = 0.0
+        for m in range(size):
+            norm2 += v[heap[m]] * v[heap[m]]
+        for k in range(lo, hi):                       # then the newcomers
+            i = indices[k]
+            if hpos[i] < 0 and data[k] != 0.0:
+                v[i] = step * data[k]
+                norm2 += v[i] * v[i]
+        for k in range(lo, hi):
+            i = indices[k]
+            if hpos[i] < 0 and v[i] != 0.0:
+                hkey[i] = -abs(v[i])
+                if size < budget:
+                    size = heap_push(heap, hpos, hkey, ranks, size, i)
+                elif beats(hkey[heap[0]], ranks[heap[0]], hkey[i], ranks[i]):
+                    out = heap[0]
+                    size = heap_remove(heap, hpos, hkey, ranks, size, out)
+                    v[out] = 0.0
+                    size = heap_push(heap, hpos, hkey, ranks, size, i)
+                else:
+                    v[i] = 0.0
+        if lam > 0.0:
+            norm = a * math.sqrt(norm2)
+            if norm * math.sqrt(lam) > 1.0:
+                a /= norm * math.sqrt(lam)
+        if a < 1e-150 or a > 1e150:                   # fold the scale back into v
+            for m in range(size):
+                v[heap[m]] *= a
+            a = 1.0
+    scale[0] = a
+    counts[0], counts[1], counts[2] = t, size, nupd
+
+
+# -- SOFS (Wu et al. 2017): diagonal AROW, keep the B most confident coordinates -----------------
+@jit
+def sofs_rows(mu, sigma, heap, hpos, ranks, counts, params,
+              indptr, indices, data, y, order, margins, given):
+    """``counts = [t, n_kept, n_updates]``; ``params = [gamma]``.
+
+    On a margin violation (``y u < 1``): ``beta = 1 / (x^T Sigma x + gamma)``, ``alpha = (1 - y u) beta``,
+    ``mu <- mu + alpha y Sigma x``, ``Sigma^-1 <- Sigma^-1 + x x^T / gamma`` (diagonal); the mean is then
+    kept only on the ``B`` coordinates of smallest variance. The kept set is a heap with the largest
+    variance on top (``ranks = -index``: among equal variances the lower index is kept).
+    """
+    gamma = params[0]
+    t, size, nupd = counts[0], counts[1], counts[2]
+    for jj in range(order.shape[0]):
+        r = order[jj]
+        lo, hi = indptr[r], indptr[r + 1]
+        yr = y[r]
+        if given:
+            u = margins[jj]
+        else:
+            u = 0.0
+            for k in range(lo, hi):
+                u += mu[indices[k]] * data[k]
+        t += 1
+        if yr * u >= 1.0:
+            continue
+        nupd += 1
+        conf = 0.0
+        for k in range(lo, hi):
+            conf += data[k] * data[k] * sigma[indices[k]]
+        alpha = (1.0 - yr * u) / (conf + gamma)
+        for k in range(lo, hi):
+            i = indices[k]
+            x = data[k]
+            mu[i] += alpha * yr * sigma[i] * x
+            sigma[i] = 1.0 / (1.0 / sigma[i] + x * x / gamma)
+            if hpos[i] >= 0:
+                heap_fix(heap, hpos, sigma, ranks, size, i)
+        for k in range(lo, hi):
+            i = indices[k]
+            if hpos[i] < 0:
+                top = heap[0]
+                if size > 0 and beats(sigma[top], ranks[top], sigma[i], ranks[i]):
+                    size = heap_remove(heap, hpos, sigma, ranks, size, top)
+                    mu[top] = 0.0
+                    size = heap_push(heap, hpos, sigma, ranks, size, i)
+                else:
+                    mu[i] = 0.0
+    counts[0], counts[1], counts[2] = t, size, nupd
+
+
+# -- l1-ARDA (Duchi et al. 2011, used as in ECML'18 Sec. 5.3) -----------------------------------
+@jit
+def l1arda_weight(i, t, sg, sq, eta, lam, delta):
+    """``w_i = eta t sign(-sg_i) / H_i max(0, |sg_i| / t - lam)``."""
+    if t == 0:
+        return 0.0
+    excess = abs(sg[i]) / t - lam
+    if excess <= 0.0:
+        return 0.0
+    w = eta * t * excess / (delta + math.sqrt(sq[i]))
+    return -w if sg[i] > 0.0 else w
+
+
+@jit
+def l1arda_rows(sg, sq, counts, params, indptr, indices, data, y, order, margins, given):
+    """``counts = [t, n_updates]``; ``params = [eta, lam, delta, loss]``."""
+    eta, lam, delta, code = params[0], params[1], params[2], int(params[3])
+    t, nupd = counts[0], counts[1]
+    for jj in range(order.shape[0]):
+        r = order[jj]
+        lo, hi = indptr[r], indptr[r + 1]
+        if given:
+            u = margins[jj]
+        else:
+            u = 0.0
+            for k in range(lo, hi):
+                u += l1arda_weight(indices[k], t, sg, sq, eta, lam, delta) * data[k]
+        t += 1
+        gl = dloss1(code, y[r], u)
+        if gl != 0.0:
+            nupd += 1
+            for k in range(lo, hi):
+                g = gl * data[k]
+                sg[indices[k]] += g
+                sq[indices[k]] += g * g
+    counts[0], counts[1] = t, nupd
+
+
+# -- proximal steps with lazy shrinkage: Ada-FOBOS (adaptive) and OPG (plain) --------------------
+@jit
+def lazy_prox(wi, steps, a, b):
+    """``steps`` applications of ``w <- soft(w, a) / (1 + b)`` in closed form."""
+    if steps <= 0 or wi == 0.0:
+        return wi
+    mag = abs(wi)
+    if b == 0.0:
+        mag -= steps * a
+    else:
+        ratio = a / b
+        mag = (mag + ratio) * (1.0 + b) ** (-steps) - ratio
+    if mag <= 0.0:
+        return 0.0
+    return mag if wi > 0.0 else -mag
+
+
+@jit
+def prox_rows(w, sq, last, counts, params, indptr, indices, data, y, order, margins, given):
+    """``counts = [t, n_updates]``; ``params = [eta, lam1, lam2, delta, adaptive, loss]``.
+
+    Per row: ``w <- prox(w - eta g / H)`` with ``prox = soft(., eta lam1 / H) / (1 + eta lam2 / H)``;
+    ``H = delta + sqrt(sum g^2)`` when ``adaptive`` (Ada-FOBOS, ECML'18's baseline) else ``H = 1``
+    (OPG / FOBOS). Rows that do not touch coordinate ``i`` still shrink it; ``last[i]`` is the step up
+    to which ``w[i]`` is current, and the pending shrinkage is applied when it is next read.
+    """
+    eta, lam1, lam2, delta = params[0], params[1], params[2], params[3]
+    adaptive, code = params[4] != 0.0, int(params[5])
+    t, nupd = counts[0], counts[1]
+    for jj in range(order.shape[0]):
+        r = order[jj]
+        lo, hi = indptr[r], indptr[r + 1]
+        u = 0.0
+        for k in range(lo, hi):
+            i = indices[k]
+            h = delta + math.sqrt(sq[i]) if adaptive else 1.0
+            w[i] = lazy_prox(w[i], t - last[i], eta * lam1 / h, eta * lam2 / h)
+            last[i] = t
+            u += w[i] * data[k]
+        if given:
+            u = margins[jj]
+        t += 1
+        gl = dloss1(code, y[r], u)
+        if gl != 0.0:
+            nupd += 1
+        for k in range(lo, hi):
+            i = indices[k]
+            g = gl * data[k]
+            if adaptive:
+                sq[i] += g * g
+                h = delta + math.sqrt(sq[i])
+            else:
+                h = 1.0
+            w[i] = lazy_prox(w[i] - eta * g / h, 1, eta * lam1 / h, eta * lam2 / h)
+            last[i] = t
+    counts[0], counts[1] = t, nupd
+
+
+@jit
+def prox_settle(w, sq, last, t, params):
+    """Bring every coordinate up to step ``t`` (before reading the whole vector)."""
+    eta, lam1, lam2, delta, adaptive = params[0], params[1], params[2], params[3], params[4] != 0.0
+    for i in range(w.shape[0]):
+        h = delta + math.sqrt(sq[i]) if adaptive else 1.0
+        w[i] = lazy_prox(w[i], t - last[i], eta * lam1 / h, eta * lam2 / h)
+        last[i] = t
+
+
+# -- l1-RDA (Xiao 2010) with an l2 term --------------------------------------------------------
+@jit
+def rda_weight(i, t, sg, lam1, lam2, gamma):
+    """``w_i = -soft(gbar_i, lam1) / (lam2 + gamma / sqrt(t))``, ``gbar = sum g / t``."""
+    if t == 0:
+        return 0.0
+    gbar = sg[i] / t
+    excess = abs(gbar) - lam1
+    if excess <= 0.0:
+        return 0.0
+    w = excess / (lam2 + gamma / math.sqrt(t))
+    return -w if gbar > 0.0 else w
+
+
+@jit
+def rda_rows(sg, counts, params, indptr, indices, data, y, order, margins, given):
+    """``counts = [t, n_updates]``; ``params = [lam1, lam2, gamma, loss]``."""
+    lam1, lam2, gamma, code = params[0], params[1], params[2], int(params[3])
+    t, nupd = counts[0], counts[1]
+    for jj in range(order.shape[0]):
+        r = order[jj]
+        lo, hi = indptr[r], indptr[r + 1]
+        if given:
+            u = margins[jj]
+        else:
+            u = 0.0
+            for k in range(lo, hi):
+                u += rda_weight(indices[k], t, sg, lam1, lam2, gamma) * data[k]
+        t += 1
+        gl = dloss1(code, y[r], u)
+        if gl != 0.0:
+            nupd += 1
+            for k in range(lo, hi):
+                sg[indices[k]] += gl * data[k]
+    counts[0], counts[1] = t, nupd
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) every loop now rather than inside a timed run."""
+    if not COMPILED:
+        return
+    from .sample_stream import all_stream_learners
+    import scipy.sparse as sp
+    X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 1.0]]))
+    y = np.array([1.0, -1.0])
+    for cls in all_stream_learners():
+        cls(**cls._smoke_params()).fit(X, y)

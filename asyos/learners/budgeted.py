@@ -1,0 +1,130 @@
+"""B-ARDA and B-AMD (Zhai, Wang, Koriche, Gao, ECML-PKDD 2018): one AdaGrad core, a pluggable step
+and a pluggable truncation score.
+
+Both keep ``H_t = delta I + diag(s_t)`` with ``s_{t,i} = ||g_{1:t,i}||_2`` and ``phi = lam/2 ||w||^2``:
+
+* step ``dual-averaging`` (ARDA, Alg. 1 eq. 1): ``z_{t+1} = -eta (lam eta t I + H_t)^{-1} sum_i g_i``,
+  with ``g`` the loss gradient alone (``phi`` enters through ``lam eta t``); the truncation never
+  feeds back into the state, so a truncated coordinate returns when its score recovers;
+* step ``mirror-descent`` (AMD, Alg. 2 eq. 3): ``z_{t+1} = w_t - eta H_t^{-1} g_t`` with
+  ``g_t = lam w_t + l'(u_t) x_t``, and ``w_{t+1}`` is the truncated ``z_{t+1}``;
+* score ``quadratic`` keeps the ``B`` largest ``H_ii z_i^2`` (eq. 2, B-ARDA's), ``linear`` the
+  ``B`` largest ``H_ii |z_i|`` (eq. 4, B-AMD's).
+
+As in the authors' code, B-ARDA accumulates ``sum g`` and ``s`` only on steps whose loss gradient is
+non-zero (margin violations for the hinge losses), and ``t`` counts every sample.
+
+The loss is ``asyos.losses`` per sample: the squared hinge is ``1/2 max(0, 1 - y u)^2``, half the
+ECML code's ``max(0, 1 - y u)^2``, so its gradients (and ``s``) are half theirs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from . import _stream_kernels as K
+from .sample_stream import SampleStreamLearner, StreamState, check_rate
+
+STEPS = ("dual-averaging", "mirror-descent")
+SCORES = {"quadratic": 2, "linear": 1}
+
+
+class AdaptiveTruncation(SampleStreamLearner):
+    """Budgeted adaptive sub-gradient learner (the common core of B-ARDA and B-AMD).
+
+    Parameters
+    ----------
+    budget : int
+        ``B``: ``||w||_0 <= B`` after every sample.
+    step : {"dual-averaging", "mirror-descent"}
+    score : {"quadratic", "linear"}
+        Truncation score ``H z^2`` or ``H |z|``.
+    eta, lam, delta : float
+        Step size, l2 weight of ``phi = lam/2 ||w||^2``, and AdaGrad's ``delta``.
+    loss : {"squared_hinge", "hinge", "logistic", "squared"}
+    passes : int or "auto"
+        Passes of ``fit`` over the data (``auto``: ``ceil(2 d / n)``, the ECML'18 protocol).
+    scale : {"maxabs", None}
+        See ``asyos.learners.sample_stream``.
+    random_state : int or None
+        Seed of the pass orders.
+    """
+
+    def __init__(self, budget=10, step="dual-averaging", score="quadratic", eta=0.1, lam=1e-4, delta=1e-2,
+                 loss="squared_hinge", passes="auto", scale="maxabs", random_state=0):
+        self.budget = budget
+        self.step = step
+        self.score = score
+        self.eta = eta
+        self.lam = lam
+        self.delta = delta
+        self.loss = loss
+        self.passes = passes
+        self.scale = scale
+        self.random_state = random_state
+
+    def _check_params(self, n_features):
+        if self.step not in STEPS:
+            raise InputError(f"unknown step {self.step!r}; choose one of: {', '.join(STEPS)}")
+        if self.score not in SCORES:
+            raise InputError(f"unknown score {self.score!r}; choose one of: {', '.join(SCORES)}")
+        check_rate(self.eta, "eta")
+        check_rate(self.lam, "lam", allow_zero=True)
+        check_rate(self.delta, "delta")
+
+    def _new_state(self, p, code):
+        params = np.array([self.eta, self.lam, self.delta, self.budget, code, SCORES[self.score]], dtype=float)
+        common = dict(sq=np.zeros(p), mpos=np.full(p, -1, dtype=np.int64),
+                      members=np.zeros(self.budget, dtype=np.int64), ranks=np.arange(p, dtype=np.int64),
+                      params=params)
+        if self.step == "dual-averaging":
+            return StreamState(sg=np.zeros(p), active=np.zeros(p, dtype=np.bool_),
+                               heap=np.zeros(p, dtype=np.int64), hpos=np.full(p, -1, dtype=np.int64),
+                               hkey=np.zeros(p), counts=np.zeros(4, dtype=np.int64), **common)
+        return StreamState(w=np.zeros(p), stamp=np.zeros(p, dtype=np.int64), cand=np.zeros(p, dtype=np.int64),
+                           scores=np.zeros(p), counts=np.zeros(3, dtype=np.int64), **common)
+
+    def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
+        given = margins is not None
+        margins = margins if given else np.empty(0)
+        if self.step == "dual-averaging":
+            K.barda_rows(s.sg, s.sq, s.active, s.mpos, s.members, s.heap, s.hpos, s.hkey, s.ranks, s.counts,
+                         s.params, indptr, indices, data, y, order, margins, given)
+        else:
+            K.bamd_rows(s.w, s.sq, s.mpos, s.members, s.stamp, s.cand, s.scores, s.ranks, s.counts, s.params,
+                        indptr, indices, data, y, order, margins, given)
+
+    def _weights(self, s):
+        if self.step == "mirror-descent":
+            return s.w.copy()
+        w = np.zeros(s.sg.shape[0])
+        kept = s.members[:s.counts[1]]
+        c = self.lam * self.eta * s.counts[0]
+        w[kept] = -self.eta * s.sg[kept] / (c + self.delta + np.sqrt(s.sq[kept]))
+        return w
+
+    @classmethod
+    def _smoke_params(cls):
+        return {"budget": 1, "lam": 1e-2}
+
+
+class BudgetedARDA(AdaptiveTruncation):
+    """B-ARDA (ECML'18 Alg. 1): dual averaging, keep the ``B`` largest ``H_ii z_i^2``."""
+
+    algorithm_name = "b-arda"
+
+    def __init__(self, budget=10, step="dual-averaging", score="quadratic", eta=0.1, lam=1e-4, delta=1e-2,
+                 loss="squared_hinge", passes="auto", scale="maxabs", random_state=0):
+        super().__init__(budget=budget, step=step, score=score, eta=eta, lam=lam, delta=delta, loss=loss,
+                         passes=passes, scale=scale, random_state=random_state)
+
+
+class BudgetedAMD(AdaptiveTruncation):
+    """B-AMD (ECML'18 Alg. 2): adaptive mirror descent, keep the ``B`` largest ``H_ii |z_i|``."""
+
+    algorithm_name = "b-amd"
+
+    def __init__(self, budget=10, step="mirror-descent", score="linear", eta=0.1, lam=1e-4, delta=1e-2,
+                 loss="squared_hinge", passes="auto", scale="maxabs", random_state=0):
+        super().__init__(budget=budget, step=step, score=score, eta=eta, lam=lam, delta=delta, loss=loss,
+                         passes=passes, scale=scale, random_state=random_state)

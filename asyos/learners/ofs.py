@@ -1,0 +1,105 @@
+"""The truncation baselines of ECML'18: OFS and SOFS.
+
+* **OFS** (Wang, Zhao, Hoi, Jin, TKDE 2014; FOFS in the thesis): when ``l'(u_t) != 0`` (with the
+  default hinge: a margin violation ``y w.x < 1``), ``w <- (1 - lam eta) w - eta l'(u) x`` (with the
+  hinge, ``+ eta y x``), then the projection onto the L2 ball of radius ``1/sqrt(lam)``, then the
+  ``B`` largest ``|w_i|`` are kept; otherwise only ``w <- (1 - lam eta) w``.
+* **SOFS** (Wu, Hoi, Mei, Yu, TKDD 2017): diagonal AROW. On a margin violation, with
+  ``beta = 1/(x^T Sigma x + gamma)`` and ``alpha = max(0, 1 - y mu.x) beta``: ``mu <- mu + alpha y Sigma x``,
+  ``Sigma^{-1} <- Sigma^{-1} + diag(x^2)/gamma``; then the mean is zeroed on the ``d - B``
+  coordinates of largest variance. Its update is AROW's; the ``loss`` only checks the labels.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _stream_kernels as K
+from .sample_stream import SampleStreamLearner, StreamState, check_rate
+
+
+class OFS(SampleStreamLearner):
+    """OFS: margin update, L2-ball projection, keep the ``B`` largest ``|w_i|``.
+
+    Parameters: ``budget``; ``eta`` and ``lam`` (the ball has radius ``1/sqrt(lam)``; ``lam = 0``: no
+    projection and no shrinkage); ``loss`` (default ``hinge``, Wang et al.'s); ``passes``, ``scale``,
+    ``random_state`` as in ``asyos.learners.sample_stream``.
+    """
+
+    algorithm_name = "ofs"
+
+    def __init__(self, budget=10, eta=0.2, lam=1e-2, loss="hinge", passes="auto", scale="maxabs",
+                 random_state=0):
+        self.budget = budget
+        self.eta = eta
+        self.lam = lam
+        self.loss = loss
+        self.passes = passes
+        self.scale = scale
+        self.random_state = random_state
+
+    def _check_params(self, n_features):
+        check_rate(self.eta, "eta")
+        check_rate(self.lam, "lam", allow_zero=True)
+
+    def _new_state(self, p, code):
+        return StreamState(v=np.zeros(p), scale=np.ones(1), heap=np.zeros(self.budget, dtype=np.int64),
+                           hpos=np.full(p, -1, dtype=np.int64), hkey=np.zeros(p),
+                           ranks=-np.arange(p, dtype=np.int64), counts=np.zeros(3, dtype=np.int64),
+                           params=np.array([self.eta, self.lam, self.budget, code], dtype=float))
+
+    def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
+        given = margins is not None
+        K.ofs_rows(s.v, s.scale, s.heap, s.hpos, s.hkey, s.ranks, s.counts, s.params, indptr, indices, data, y,
+                   order, margins if given else np.empty(0), given)
+
+    def _weights(self, s):
+        return s.v * s.scale[0]
+
+
+class SOFS(SampleStreamLearner):
+    """SOFS: diagonal AROW, keep the mean on the ``B`` coordinates of smallest variance.
+
+    Parameters: ``budget``; ``gamma`` (AROW's ``r``; the ECML'18 code uses ``1e5`` on raw data and
+    grid-searches ``1/gamma``); ``loss`` (classification; the update is AROW's whatever it is);
+    ``passes``, ``scale``, ``random_state`` as in ``asyos.learners.sample_stream``. Among equal
+    variances (all features start at 1) the lower index is kept.
+    """
+
+    algorithm_name = "sofs"
+    tasks = ("classification",)
+
+    def __init__(self, budget=10, gamma=1.0, loss="hinge", passes="auto", scale="maxabs", random_state=0):
+        self.budget = budget
+        self.gamma = gamma
+        self.loss = loss
+        self.passes = passes
+        self.scale = scale
+        self.random_state = random_state
+
+    def _check_params(self, n_features):
+        check_rate(self.gamma, "gamma")
+
+    def _new_state(self, p, code):
+        kept = np.arange(self.budget, dtype=np.int64)
+        heap = np.zeros(self.budget, dtype=np.int64)
+        hpos = np.full(p, -1, dtype=np.int64)
+        # all variances are 1 at the start: the heap of kept features has the largest index on top
+        heap[:] = kept[::-1]
+        hpos[heap] = np.arange(self.budget)
+        return StreamState(mu=np.zeros(p), sigma=np.ones(p), heap=heap, hpos=hpos,
+                           ranks=-np.arange(p, dtype=np.int64),
+                           counts=np.array([0, self.budget, 0], dtype=np.int64),
+                           params=np.array([self.gamma], dtype=float))
+
+    def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
+        given = margins is not None
+        K.sofs_rows(s.mu, s.sigma, s.heap, s.hpos, s.ranks, s.counts, s.params, indptr, indices, data, y,
+                    order, margins if given else np.empty(0), given)
+
+    def _weights(self, s):
+        return s.mu.copy()
+
+    @property
+    def variance_(self):
+        self._check_fitted()
+        return self._state.sigma / self.scale_ ** 2

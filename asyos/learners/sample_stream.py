@@ -1,0 +1,231 @@
+"""The face of the learners that see samples one at a time (B-ARDA, B-AMD, OFS, SOFS, the l1 family,
+SFSA, TSGD): scikit-learn conventions plus ``partial_fit`` and ``learn_one``.
+
+* ``fit(X, y)`` starts afresh and makes ``passes`` passes over ``X``, each in a fresh random order
+  (``passes="auto"`` is the ECML'18 protocol's ``ceil(2 d / n)``);
+* ``partial_fit(X, y)`` continues with the rows of ``X`` in the order given;
+* ``learn_one(x, y)`` continues with one sample (a 1-D array or a one-row sparse matrix).
+
+Rows are read as CSR, and each learner's row loop (``_stream_kernels``) touches only the row's
+non-zeros plus its kept set: neither a row nor the data set is ever made dense.
+
+**Raw, unscaled data.** With ``scale="maxabs"`` (the default) every feature is divided by its
+largest absolute value in the data given to the first ``fit``/``partial_fit`` (features absent
+there keep scale 1). This keeps sparsity, makes the default step sizes meaningful whatever the
+units (arcene counts up to 999, farm_ads 0/1), and ``coef_`` is reported in the original units.
+``scale=None`` learns on the data as given (the ECML'18 protocol, with its grid search).
+
+Fitted attributes (read from the learner's state when asked): ``coef_``, ``support_``,
+``n_features_in_``, ``n_samples_seen_``, ``n_updates_`` (steps that changed the model), ``scale_``.
+Learners that are budgeted (all but the l1 family) satisfy ``||w||_0 <= budget`` after every step.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..data.dataset import as_float_matrix, as_label_vector
+from ..errors import InputError
+from ..losses import get_loss
+from . import _stream_kernels as K
+from .base import BudgetedSelector, check_budget, check_positive_float, check_positive_int
+
+STREAM_LOSSES = ("squared", "squared_hinge", "logistic", "hinge")
+SCALES = (None, "maxabs")
+
+
+def stream_loss(name):
+    """``(face, code)``: the ``Loss`` that checks labels and predicts, and the kernel's loss code.
+    ``hinge`` (the margin rule of OFS) predicts like the other classification losses."""
+    key = str(name)
+    if key == "hinge":
+        return get_loss("squared_hinge"), K.LOSS_CODES["hinge"]
+    face = get_loss(key)
+    return face, K.LOSS_CODES[face.name]
+
+
+def as_csr(X, where="X"):
+    """``X`` as canonical float64 CSR (dense input is converted; values are checked)."""
+    X = as_float_matrix(X, where)
+    if not sp.issparse(X):
+        X = sp.csr_matrix(X)
+    X.sort_indices()
+    return X
+
+
+def rows_of(X):
+    """The CSR arrays a row loop reads."""
+    return X.indptr.astype(np.int64, copy=False), X.indices.astype(np.int64, copy=False), X.data
+
+
+class SampleStreamLearner(BudgetedSelector):
+    """Base class; subclasses set ``_state_class`` behaviour through ``_new_state``, ``_run_rows``
+    and ``_weights`` (the current ``w`` in the scaled space, a dense copy)."""
+
+    tasks = ("regression", "classification")
+    budgeted_every_step = True
+
+    # -- what a subclass provides ------------------------------------------------------------------
+    def _check_params(self, n_features):
+        """Validate the constructor parameters (raise ``InputError``)."""
+
+    def _new_state(self, n_features, code):
+        raise NotImplementedError
+
+    def _run_rows(self, state, indptr, indices, data, y, order, margins=None):
+        raise NotImplementedError
+
+    def _weights(self, state):
+        raise NotImplementedError
+
+    @classmethod
+    def _smoke_params(cls):
+        """Parameters for a tiny fit that compiles every loop (``_stream_kernels.warm_up``)."""
+        return {"budget": 1}
+
+    # -- fitting ---------------------------------------------------------------------------------
+    def fit(self, X, y):
+        X, y = self._validate(X, y, reset=True)
+        n = X.shape[0]
+        rng = np.random.default_rng(self.random_state)
+        rows = rows_of(X)
+        for _ in range(self._n_passes(n, X.shape[1])):
+            self._run_rows(self._state, *rows, y, rng.permutation(n).astype(np.int64))
+        return self._touched()
+
+    def partial_fit(self, X, y):
+        X, y = self._validate(X, y, reset=not hasattr(self, "_state"))
+        self._run_rows(self._state, *rows_of(X), y, np.arange(X.shape[0], dtype=np.int64))
+        return self._touched()
+
+    def learn_one(self, x, y):
+        if sp.issparse(x):
+            row = x
+        else:
+            row = np.asarray(x)
+            if row.ndim != 1:
+                raise InputError(f"learn_one takes one sample as a 1-D array; got shape {row.shape}")
+            row = row[None, :]
+        return self.partial_fit(row, np.atleast_1d(np.asarray(y)))
+
+    def _n_passes(self, n, p):
+        if self.passes == "auto":
+            return max(1, math.ceil(2 * p / n))
+        return self.passes
+
+    def _validate(self, X, y, reset):
+        X = as_csr(X)
+        y = as_label_vector(y, X.shape[0], "y")
+        if self.loss not in STREAM_LOSSES:
+            raise InputError(f"unknown loss {self.loss!r}; choose one of: {', '.join(STREAM_LOSSES)}")
+        face, code = stream_loss(self.loss)
+        if face.task not in self.tasks:
+            raise InputError(f"{self._name()} is a {' or '.join(self.tasks)} learner; the {self.loss} loss "
+                             f"is for {face.task}")
+        face.check_labels(y)
+        p = X.shape[1]
+        if reset:
+            self._check_common(p)
+            self._check_params(p)
+            self.n_features_in_ = p
+            self.scale_ = self._fit_scale(X)
+            self._state = self._new_state(p, code)
+        elif p != self.n_features_in_:
+            raise InputError(f"X has {p} features, but {type(self).__name__} was fitted with "
+                             f"{self.n_features_in_}")
+        if self.scale is not None:
+            X = X @ sp.diags(1.0 / self.scale_, format="csr")
+            X.sort_indices()
+        return X, y
+
+    def _check_common(self, p):
+        if self.budget is not None or self.budgeted_every_step:
+            check_budget(self.budget, p)
+        if self.passes != "auto":
+            check_positive_int(self.passes, "passes")
+        if self.scale not in SCALES:
+            raise InputError(f"scale must be None or 'maxabs'; got {self.scale!r}")
+        if self.random_state is not None and not isinstance(self.random_state, numbers.Integral):
+            raise InputError(f"random_state must be an integer or None; got {self.random_state!r}")
+
+    def _fit_scale(self, X):
+        if self.scale is None:
+            return np.ones(X.shape[1])
+        scale = np.abs(X).max(axis=0).toarray().ravel()
+        scale[scale == 0] = 1.0
+        return scale
+
+    def _name(self):
+        return getattr(self, "algorithm_name", type(self).__name__)
+
+    def _touched(self):
+        self._cache = None
+        return self
+
+    # -- the fitted face, read from the state ----------------------------------------------------
+    def _fitted_coef(self):
+        if not hasattr(self, "_state"):
+            raise AttributeError("coef_")
+        cache = getattr(self, "_cache", None)
+        if cache is None:
+            w = self._weights(self._state) / self.scale_
+            self._cache = cache = (w, np.flatnonzero(w))
+        return cache
+
+    @property
+    def coef_(self):
+        return self._fitted_coef()[0]
+
+    @property
+    def raw_coef_(self):
+        return self.coef_
+
+    @property
+    def support_(self):
+        return self._fitted_coef()[1]
+
+    @property
+    def n_samples_seen_(self):
+        self._check_fitted()
+        return int(self._state.counts[0])
+
+    @property
+    def n_updates_(self):
+        self._check_fitted()
+        return int(self._state.counts[-1])
+
+    def decision_function(self, X):
+        X = self._check_X(X)
+        support = self.support_
+        return np.asarray(X[:, support] @ self.coef_[support]).ravel()
+
+    def predict(self, X):
+        return stream_loss(self.loss)[0].predict(self.decision_function(X))
+
+    def score(self, X, y):
+        """Accuracy (classification) or minus the RMSE (regression): larger is better."""
+        face = stream_loss(self.loss)[0]
+        err = face.error(as_label_vector(y, X.shape[0], "y"), self.decision_function(X))
+        return 1.0 - err if face.task == "classification" else -err
+
+
+class StreamState:
+    """Arrays and counters of one learner; plain attributes so that it pickles."""
+
+    def __init__(self, **arrays):
+        self.__dict__.update(arrays)
+
+
+def check_rate(value, name, allow_zero=False):
+    return check_positive_float(value, name, inclusive=allow_zero)
+
+
+def all_stream_learners():
+    from .budgeted import BudgetedAMD, BudgetedARDA
+    from .l1 import L1ARDA, OPG, RDA, AdaFOBOS
+    from .ofs import OFS, SOFS
+    from .sfsa import SFSA, TSGD
+    return [BudgetedARDA, BudgetedAMD, OFS, SOFS, L1ARDA, AdaFOBOS, OPG, RDA, SFSA, TSGD]

@@ -1,0 +1,197 @@
+"""SFSA and TSGD (Sun, thesis Ch. 2): mini-batch stochastic gradient with hard thresholding.
+
+* **SFSA** (Alg. 1): ``beta <- beta - eta (grad of the mini-batch's mean loss + lam beta)``, then only the
+  ``M_t`` coordinates of largest ``sd_j |beta_j|`` stay in the model, with the annealing schedule
+  ``M_t = k + (p - k) max(0, (T - t)/(t mu + T))`` (``t`` counts mini-batches, ``T`` = ``horizon``).
+  Removed features never return. ``sd_j`` is the running standard deviation of feature ``j`` (Remark
+  1: thresholding ``sigma_x beta`` makes the rule work on unnormalized data). ``method`` adds Nesterov's
+  momentum (``nesterov``, the thesis' SFSA-AG) or Adam (``adam``) to the plain step (``sgd``).
+* **TSGD** (Alg. 2): the same step without annealing; ``truncate="end"`` keeps every feature in the
+  iterate and selects the ``k`` largest at the end, ``"every"`` hard-thresholds to ``k`` after every
+  mini-batch (features may return), as the thesis' classification experiments do.
+
+The model a user sees (``coef_``, ``predict``) always has at most ``k`` features: while ``M_t > k``
+(or with ``truncate="end"``), it is the current iterate cut to its ``k`` largest scores. Work per
+mini-batch is ``O(nnz + p)`` (numpy; the ``p`` is the thresholding), i.e. ``O(p / batch_size)``
+per sample on top of the non-zeros.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InputError
+from ..truncation import annealing_schedule, keep_top_k
+from . import _stream_kernels as K
+from .base import check_positive_int
+from .sample_stream import SampleStreamLearner, StreamState, check_rate
+
+METHODS = ("sgd", "nesterov", "adam")
+TRUNCATIONS = ("end", "every")
+MOMENTUM = 0.9
+ADAM_BETAS = (0.9, 0.999)
+ADAM_EPS = 1e-8
+
+
+class _MiniBatchThresholding(SampleStreamLearner):
+    """Mini-batch gradient steps plus a thresholding rule (``_keep_count``)."""
+
+    method = "sgd"
+
+    def _check_params(self, n_features):
+        check_rate(self.eta, "eta")
+        check_rate(self.lam, "lam", allow_zero=True)
+        check_positive_int(self.batch_size, "batch_size")
+        if self.method not in METHODS:
+            raise InputError(f"unknown method {self.method!r}; choose one of: {', '.join(METHODS)}")
+
+    def _new_state(self, p, code):
+        return StreamState(beta=np.zeros(p), active=np.ones(p, dtype=bool), velocity=np.zeros(p),
+                           second=np.zeros(p), sum_x=np.zeros(p), sum_x2=np.zeros(p), code=code,
+                           horizon=None, counts=np.zeros(3, dtype=np.int64))   # [samples, batches, updates]
+
+    def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
+        X = sp.csr_matrix((data, indices, indptr), shape=(indptr.shape[0] - 1, s.beta.shape[0]))
+        if s.horizon is None:
+            s.horizon = self._horizon(order.shape[0])
+        b = self.batch_size
+        for start in range(0, order.shape[0], b):
+            rows = order[start:start + b]
+            Xb = X[rows]
+            s.sum_x += np.asarray(Xb.sum(axis=0)).ravel()
+            s.sum_x2 += np.asarray(Xb.multiply(Xb).sum(axis=0)).ravel()
+            s.counts[0] += rows.shape[0]
+            u = margins[start:start + b] if margins is not None else None
+            self._step(s, Xb, y[rows], u)
+            s.counts[1] += 1
+            self._threshold(s)
+
+    def _gradient(self, s, Xb, yb, point, u):
+        if u is None:
+            u = Xb @ point
+        dl = np.array([K.dloss1(s.code, yi, ui) for yi, ui in zip(yb, u)]) if s.code >= 1 else u - yb
+        if np.any(dl != 0):
+            s.counts[2] += 1
+        g = Xb.T @ dl / yb.shape[0] + self.lam * point
+        g[~s.active] = 0.0
+        return g
+
+    def _step(self, s, Xb, yb, u):
+        if self.method == "nesterov":
+            ahead = s.beta + MOMENTUM * s.velocity
+            s.velocity = MOMENTUM * s.velocity - self.eta * self._gradient(s, Xb, yb, ahead, u)
+            s.beta += s.velocity
+        elif self.method == "adam":
+            g = self._gradient(s, Xb, yb, s.beta, u)
+            b1, b2 = ADAM_BETAS
+            t = s.counts[1] + 1
+            s.velocity = b1 * s.velocity + (1 - b1) * g
+            s.second = b2 * s.second + (1 - b2) * g * g
+            step = (s.velocity / (1 - b1 ** t)) / (np.sqrt(s.second / (1 - b2 ** t)) + ADAM_EPS)
+            s.beta -= self.eta * step
+        else:
+            s.beta -= self.eta * self._gradient(s, Xb, yb, s.beta, u)
+        s.beta[~s.active] = 0.0
+
+    def _scores(self, s):
+        n = max(int(s.counts[0]), 1)
+        var = np.maximum(s.sum_x2 / n - (s.sum_x / n) ** 2, 0.0)
+        return np.sqrt(var) * np.abs(s.beta)
+
+    def _threshold(self, s):
+        raise NotImplementedError
+
+    def _weights(self, s):
+        w = np.zeros(s.beta.shape[0])
+        keep = keep_top_k(self._scores(s), self.budget)
+        w[keep] = s.beta[keep]
+        return w
+
+    def _horizon(self, rows_in_first_call):
+        if self.horizon == "auto":
+            return max(1, -(-rows_in_first_call // self.batch_size))
+        return self.horizon
+
+
+class SFSA(_MiniBatchThresholding):
+    """Stochastic feature selection with annealing (thesis Alg. 1).
+
+    Parameters: ``budget`` (``k``); ``eta``; ``lam`` (the l2 weight of ``f``); ``mu`` (annealing,
+    default 10 as in the thesis' OFSA); ``horizon`` (``T``, in mini-batches; ``"auto"``: the
+    mini-batches of one pass over the data of the first ``fit``/``partial_fit``); ``batch_size``
+    (default 25, the thesis'); ``method`` (``sgd``, ``nesterov`` = SFSA-AG, ``adam``); ``loss``,
+    ``passes``, ``scale``, ``random_state``.
+    """
+
+    algorithm_name = "sfsa"
+
+    def __init__(self, budget=10, eta=0.05, lam=1e-4, mu=10.0, horizon="auto", batch_size=25, method="sgd",
+                 loss="squared", passes="auto", scale="maxabs", random_state=0):
+        self.budget = budget
+        self.eta = eta
+        self.lam = lam
+        self.mu = mu
+        self.horizon = horizon
+        self.batch_size = batch_size
+        self.method = method
+        self.loss = loss
+        self.passes = passes
+        self.scale = scale
+        self.random_state = random_state
+
+    def _check_params(self, n_features):
+        super()._check_params(n_features)
+        check_rate(self.mu, "mu", allow_zero=True)
+        if self.horizon != "auto":
+            check_positive_int(self.horizon, "horizon")
+
+    def _threshold(self, s):
+        p = s.beta.shape[0]
+        keep = annealing_schedule(int(s.counts[1]), self.budget, p, s.horizon, self.mu)
+        n_active = int(np.count_nonzero(s.active))
+        if n_active <= keep:
+            return
+        scores = np.where(s.active, self._scores(s), -1.0)
+        kept = keep_top_k(scores, keep)
+        s.active[:] = False
+        s.active[kept] = True
+        s.beta[~s.active] = 0.0
+        s.velocity[~s.active] = 0.0
+        s.second[~s.active] = 0.0
+
+
+class TSGD(_MiniBatchThresholding):
+    """Truncated stochastic gradient descent (thesis Alg. 2).
+
+    Parameters: ``budget`` (``k``); ``eta``; ``lam``; ``truncate`` (``"end"`` or ``"every"`` mini-batch);
+    ``batch_size``; ``loss``, ``passes``, ``scale``, ``random_state``.
+    """
+
+    algorithm_name = "tsgd"
+
+    def __init__(self, budget=10, eta=0.05, lam=1e-4, truncate="end", batch_size=25, loss="squared",
+                 passes="auto", scale="maxabs", random_state=0):
+        self.budget = budget
+        self.eta = eta
+        self.lam = lam
+        self.truncate = truncate
+        self.batch_size = batch_size
+        self.loss = loss
+        self.passes = passes
+        self.scale = scale
+        self.random_state = random_state
+
+    def _check_params(self, n_features):
+        super()._check_params(n_features)
+        if self.truncate not in TRUNCATIONS:
+            raise InputError(f"unknown truncate {self.truncate!r}; choose one of: {', '.join(TRUNCATIONS)}")
+
+    def _horizon(self, rows_in_first_call):
+        return 0
+
+    def _threshold(self, s):
+        if self.truncate == "every":
+            kept = keep_top_k(self._scores(s), self.budget)
+            mask = np.ones(s.beta.shape[0], dtype=bool)
+            mask[kept] = False
+            s.beta[mask] = 0.0

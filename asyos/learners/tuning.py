@@ -1,0 +1,70 @@
+"""The ECML'18 protocol's parameter choice: a grid search on training accuracy.
+
+Every value of ``eta``, ``lam`` (and ``1/gamma`` for SOFS) is taken from
+``{10^-1, 10^-1.5, ..., 10^-8}`` (``ECML_GRID``); each combination is fitted on the training data
+and scored there (accuracy for classification, minus the RMSE for regression); the best one wins,
+the first in grid order on a tie. ``--tune`` on the command line does this before the final fit.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..errors import InputError
+
+ECML_GRID = tuple(float(10.0 ** -(k / 2)) for k in range(2, 17))       # 1e-1, 1e-1.5, ..., 1e-8
+
+
+def tuning_grid(estimator, values=ECML_GRID) -> dict:
+    """The parameters the protocol searches for ``estimator`` (by its algorithm name)."""
+    name = getattr(estimator, "algorithm_name", None)
+    values = list(values)
+    grids = {
+        "b-arda": {"eta": values, "lam": values},
+        "b-amd": {"eta": values, "lam": values},
+        "ofs": {"eta": values, "lam": values},
+        "sofs": {"gamma": [1.0 / v for v in values]},
+        "l1-arda": {"eta": values},          # lam follows the budget (lam="auto")
+        "ada-fobos": {"eta": values},
+        "opg": {"eta": values},
+        "rda": {"gamma": [1.0 / v for v in values]},
+        "sfsa": {"eta": values},
+        "tsgd": {"eta": values},
+    }
+    if name not in grids:
+        raise InputError(f"--tune has no grid for algorithm {name!r}")
+    return grids[name]
+
+
+def grid_search(estimator, X, y, grid=None, on_result=None):
+    """Fit ``estimator`` at every point of ``grid`` (default ``tuning_grid``), keep the best on the
+    training data, refit it there and return ``(estimator, table)``; ``table`` lists every point
+    with its training score (``None`` when the fit failed, e.g. diverged)."""
+    grid = tuning_grid(estimator) if grid is None else grid
+    names = list(grid)
+    table = []
+    best = None
+    for values in itertools.product(*(grid[k] for k in names)):
+        point = dict(zip(names, values))
+        estimator.set_params(**point)
+        with np.errstate(all="ignore"):
+            try:
+                estimator.fit(X, y)
+                score = float(estimator.score(X, y))
+            except InputError:
+                score = None
+        if score is not None and not np.isfinite(score):
+            score = None
+        table.append({**point, "train_score": score})
+        if on_result is not None:
+            on_result(table[-1])
+        if score is not None and (best is None or score > best[1]):
+            best = (point, score)
+    if best is None:
+        raise InputError("--tune: no point of the grid gave a usable model")
+    estimator.set_params(**best[0])
+    estimator.fit(X, y)
+    estimator.tuned_params_ = dict(best[0])
+    estimator.tuning_table_ = table
+    return estimator, table
