@@ -24,12 +24,12 @@ from .simulator import check_simulation_args, choose_version
 
 
 def worker_streams(n_samples, n_passes, n_workers, rng):
-    """Each worker's sequence of sample indices over all passes."""
+    """Each worker's parts of the stream, one array of sample indices per pass."""
     parts = [[] for _ in range(n_workers)]
     for _ in range(n_passes):
         for w, part in enumerate(np.array_split(rng.permutation(n_samples), n_workers)):
-            parts[w].append(part)
-    return [np.concatenate(p).astype(np.int64) for p in parts]
+            parts[w].append(part.astype(np.int64))
+    return parts
 
 
 class AsyncSampleStream:
@@ -63,6 +63,8 @@ class AsyncSampleStream:
             raise InputError(f"{self.n_workers} workers but only {n} samples: every worker needs a sample")
         rng = np.random.default_rng(learner.random_state)
         streams = worker_streams(n, learner._n_passes(n, X.shape[1]), self.n_workers, rng)
+        if hasattr(learner._state, "horizon"):            # SFSA's maturity: the mini-batches of one pass
+            learner._state.horizon = learner._horizon(n)
         self.staleness_, self.n_events_ = _simulate(learner, rows_of(X), y, streams, int(tau), self.policy,
                                                     self.schedule, np.random.default_rng(self.random_state))
         learner._touched()
@@ -96,8 +98,8 @@ def _simulate(learner, rows, y, streams, tau, policy, schedule, rng):
     if history is not None:
         history[0] = learner._weights(state)
     floors = [0] * len(streams)
-    cursor = [0] * len(streams)
-    active = [i for i, s in enumerate(streams) if s.shape[0]]
+    cursor = [(0, 0)] * len(streams)                      # (pass, offset): batches never straddle passes
+    active = [i for i, s in enumerate(streams) if sum(map(len, s))]
     counts = np.zeros(tau + 1, dtype=np.int64)
     turn = 0
     while active:
@@ -107,8 +109,12 @@ def _simulate(learner, rows, y, streams, tau, policy, schedule, rng):
         else:
             slot = int(rng.integers(len(active)))
         i = active[slot]
-        order = streams[i][cursor[i]:cursor[i] + batch]
-        cursor[i] += order.shape[0]
+        part, offset = cursor[i]
+        order = streams[i][part][offset:offset + batch]
+        offset += order.shape[0]
+        while part < len(streams[i]) and offset >= len(streams[i][part]):
+            part, offset = part + 1, 0
+        cursor[i] = (part, offset)
         read = choose_version(policy, rng, version, tau, floors[i])
         margins = None
         if read != version:
@@ -120,7 +126,7 @@ def _simulate(learner, rows, y, streams, tau, policy, schedule, rng):
         floors[i] = version
         if history is not None:
             history[version % (tau + 1)] = learner._weights(state)
-        if cursor[i] >= streams[i].shape[0]:
+        if part == len(streams[i]):
             active.pop(slot)
             if schedule == "round-robin":
                 turn = slot

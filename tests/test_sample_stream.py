@@ -1,0 +1,448 @@
+"""Sample-stream learners: oracles (dense, per-sample transcriptions of the published updates, written
+here independently of the compiled row loops), the stream face, and the staleness simulator."""
+import json
+import math
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from asyos.distributed.stream_simulator import AsyncSampleStream, worker_streams
+from asyos.errors import InputError
+from asyos.learners.budgeted import BudgetedAMD, BudgetedARDA
+from asyos.learners.l1 import L1ARDA, OPG, RDA, AdaFOBOS
+from asyos.learners.ofs import OFS, SOFS
+from asyos.learners.sample_stream import all_stream_learners
+from asyos.learners.sfsa import SFSA, TSGD
+from asyos.truncation import annealing_schedule
+from tests.conftest import REPO
+
+PASSES = 3
+SEED = 1
+
+
+# -- the oracles --------------------------------------------------------------------------------
+def dloss(loss, y, u):
+    if loss == "squared":
+        return u - y
+    if loss == "squared_hinge":
+        return -y * max(0.0, 1.0 - y * u)
+    if loss == "logistic":
+        return -y / (1.0 + math.exp(y * u))
+    return -y if y * u < 1 else 0.0                                   # hinge
+
+
+def top(score, k, eligible):
+    """The k best scores among the eligible, ties to the lower index."""
+    return np.argsort(-np.where(eligible, score, -np.inf), kind="stable")[:k]
+
+
+def orders(n, passes=PASSES, seed=SEED):
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.permutation(n) for _ in range(passes)])
+
+
+def barda(X, y, order, B, eta, lam, delta, loss):
+    d = X.shape[1]
+    sg, sq, w, touched = np.zeros(d), np.zeros(d), np.zeros(d), np.zeros(d, bool)
+    for t, r in enumerate(order, start=1):
+        x = X[r]
+        g = dloss(loss, y[r], w @ x)
+        if g != 0:
+            sg += g * x
+            sq += (g * x) ** 2
+            touched |= x != 0
+        H = delta + np.sqrt(sq)
+        z = -eta * sg / (lam * eta * t + H)                           # ECML'18 eq. 1
+        keep = top(H * z ** 2, B, touched)                            # eq. 2
+        w = np.zeros(d)
+        w[keep] = z[keep]
+    return w
+
+
+def bamd(X, y, order, B, eta, lam, delta, loss):
+    d = X.shape[1]
+    sq, w = np.zeros(d), np.zeros(d)
+    for r in order:
+        x = X[r]
+        g = lam * w + dloss(loss, y[r], w @ x) * x
+        sq += g ** 2
+        H = delta + np.sqrt(sq)
+        z = w - eta * g / H                                           # eq. 3
+        w = z
+        if np.count_nonzero(z) > B:                                   # eq. 4
+            keep = top(H * np.abs(z), B, z != 0)
+            w = np.zeros(d)
+            w[keep] = z[keep]
+    return w
+
+
+def ofs(X, y, order, B, eta, lam, loss):
+    w = np.zeros(X.shape[1])
+    for r in order:
+        x = X[r]
+        g = dloss(loss, y[r], w @ x)
+        w = (1 - lam * eta) * w
+        if g != 0:
+            w = w - eta * g * x
+            norm = np.linalg.norm(w)
+            if lam > 0 and norm > 0:
+                w = min(1.0, 1.0 / (math.sqrt(lam) * norm)) * w
+            if np.count_nonzero(w) > B:
+                keep = top(np.abs(w), B, w != 0)
+                kept = np.zeros_like(w)
+                kept[keep] = w[keep]
+                w = kept
+    return w
+
+
+def sofs(X, y, order, B, gamma):
+    mu, sigma = np.zeros(X.shape[1]), np.ones(X.shape[1])
+    for r in order:
+        x, yr = X[r], y[r]
+        u = mu @ x
+        if yr * u < 1:
+            alpha = (1 - yr * u) / (x ** 2 @ sigma + gamma)
+            mu = mu + alpha * yr * sigma * x
+            sigma = 1 / (1 / sigma + x ** 2 / gamma)
+            drop = np.ones(X.shape[1], bool)
+            drop[np.argsort(sigma, kind="stable")[:B]] = False
+            mu[drop] = 0.0
+    return mu
+
+
+def l1arda(X, y, order, eta, lam, delta, loss):
+    d = X.shape[1]
+    sg, sq, w = np.zeros(d), np.zeros(d), np.zeros(d)
+    for t, r in enumerate(order, start=1):
+        x = X[r]
+        g = dloss(loss, y[r], w @ x)
+        if g != 0:
+            sg += g * x
+            sq += (g * x) ** 2
+        w = eta * t * np.sign(-sg) / (delta + np.sqrt(sq)) * np.maximum(0, np.abs(sg) / t - lam)
+    return w
+
+
+def proximal(X, y, order, eta, lam1, lam2, delta, adaptive, loss):
+    d = X.shape[1]
+    sq, w = np.zeros(d), np.zeros(d)
+    for r in order:
+        x = X[r]
+        g = dloss(loss, y[r], w @ x) * x
+        sq += g ** 2
+        H = delta + np.sqrt(sq) if adaptive else np.ones(d)
+        v = w - eta * g / H
+        w = np.sign(v) * np.maximum(0, np.abs(v) - eta * lam1 / H) / (1 + eta * lam2 / H)
+    return w
+
+
+def rda(X, y, order, lam1, lam2, gamma, loss):
+    d = X.shape[1]
+    sg, w = np.zeros(d), np.zeros(d)
+    for t, r in enumerate(order, start=1):
+        x = X[r]
+        g = dloss(loss, y[r], w @ x)
+        sg += g * x
+        gbar = sg / t
+        w = -np.sign(gbar) * np.maximum(0, np.abs(gbar) - lam1) / (lam2 + gamma / math.sqrt(t))
+    return w
+
+
+def minibatch(X, y, order, k, eta, lam, b, loss, mu=None, horizon=None, every=False):
+    """SFSA (``mu`` given: annealing, removed features gone) or TSGD (``every``: hard threshold)."""
+    n, p = X.shape
+    beta, active = np.zeros(p), np.ones(p, bool)
+    sx, sx2, seen = np.zeros(p), np.zeros(p), 0
+    for t, start in enumerate(range(0, len(order), b), start=1):
+        rows = order[start:start + b]
+        Xb = X[rows]
+        sx += Xb.sum(0)
+        sx2 += (Xb ** 2).sum(0)
+        seen += len(rows)
+        dl = np.array([dloss(loss, y[r], Xb[i] @ beta) for i, r in enumerate(rows)])
+        g = Xb.T @ dl / len(rows) + lam * beta
+        g[~active] = 0
+        beta = beta - eta * g
+        beta[~active] = 0
+        score = np.sqrt(np.maximum(sx2 / seen - (sx / seen) ** 2, 0)) * np.abs(beta)
+        if mu is not None:
+            M = annealing_schedule(t, k, p, horizon, mu)
+            if active.sum() > M:
+                keep = top(score, M, active)
+                active[:] = False
+                active[keep] = True
+                beta[~active] = 0
+        elif every:
+            drop = np.ones(p, bool)
+            drop[top(score, k, np.ones(p, bool))] = False
+            beta[drop] = 0
+    score = np.sqrt(np.maximum(sx2 / seen - (sx / seen) ** 2, 0)) * np.abs(beta)
+    out = np.zeros(p)
+    keep = top(score, k, np.ones(p, bool))
+    out[keep] = beta[keep]
+    return out
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    n, d = 70, 40
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.35)
+    y_cls = np.sign(X[:, :4].sum(1) + 0.05)
+    y_cls[y_cls == 0] = 1
+    y_reg = X[:, :4] @ np.array([2.0, -1.0, 1.5, 1.0]) + 0.1 * rng.normal(size=n)
+    return X, y_cls, y_reg
+
+
+ORACLE_CASES = [
+    ("b-arda", lambda B, lam, loss: BudgetedARDA(budget=B, eta=0.5, lam=lam, loss=loss),
+     lambda X, y, o, B, lam, loss: barda(X, y, o, B, 0.5, lam, 1e-2, loss)),
+    ("b-amd", lambda B, lam, loss: BudgetedAMD(budget=B, eta=0.5, lam=lam, loss=loss),
+     lambda X, y, o, B, lam, loss: bamd(X, y, o, B, 0.5, lam, 1e-2, loss)),
+    ("ofs", lambda B, lam, loss: OFS(budget=B, eta=0.3, lam=lam, loss=loss),
+     lambda X, y, o, B, lam, loss: ofs(X, y, o, B, 0.3, lam, loss)),
+    ("l1-arda", lambda B, lam, loss: L1ARDA(budget=None, lam=lam, eta=0.5, loss=loss),
+     lambda X, y, o, B, lam, loss: l1arda(X, y, o, 0.5, lam, 1e-2, loss)),
+    ("ada-fobos", lambda B, lam, loss: AdaFOBOS(budget=None, lam=lam, eta=0.5, lam2=0.1, loss=loss),
+     lambda X, y, o, B, lam, loss: proximal(X, y, o, 0.5, lam, 0.1, 1e-2, True, loss)),
+    ("opg", lambda B, lam, loss: OPG(budget=None, lam=lam, lam2=0.2, eta=0.05, loss=loss),
+     lambda X, y, o, B, lam, loss: proximal(X, y, o, 0.05, lam, 0.2, 1.0, False, loss)),
+    ("rda", lambda B, lam, loss: RDA(budget=None, lam=lam, lam2=0.1, gamma=3.0, loss=loss),
+     lambda X, y, o, B, lam, loss: rda(X, y, o, lam, 0.1, 3.0, loss)),
+]
+
+
+@pytest.mark.parametrize("name,make,oracle", ORACLE_CASES, ids=[c[0] for c in ORACLE_CASES])
+@pytest.mark.parametrize("loss", ["squared_hinge", "logistic", "hinge", "squared"])
+@pytest.mark.parametrize("B,lam", [(3, 0.0), (6, 0.05), (40, 0.3)])
+def test_row_loops_equal_the_dense_transcriptions(name, make, oracle, loss, B, lam, data):
+    X, y_cls, y_reg = data
+    y = y_reg if loss == "squared" else y_cls
+    model = make(B, lam, loss).set_params(passes=PASSES, scale=None, random_state=SEED).fit(sp.csr_matrix(X), y)
+    expected = oracle(X, y, orders(X.shape[0]), B, lam, loss)
+    np.testing.assert_allclose(model.coef_, expected, rtol=1e-9, atol=1e-12)
+    if name in ("b-arda", "b-amd", "ofs"):
+        assert np.count_nonzero(expected) <= B
+        np.testing.assert_array_equal(model.support_, np.flatnonzero(expected))
+
+
+@pytest.mark.parametrize("B,gamma", [(3, 1.0), (10, 0.1), (40, 5.0)])
+def test_sofs_equals_the_dense_transcription(B, gamma, data):
+    X, y, _ = data
+    model = SOFS(budget=B, gamma=gamma, passes=PASSES, scale=None, random_state=SEED).fit(X, y)
+    np.testing.assert_allclose(model.coef_, sofs(X, y, orders(X.shape[0]), B, gamma), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_sfsa_and_tsgd_equal_the_dense_transcriptions(loss, data):
+    X, y_cls, y_reg = data
+    y = y_reg if loss == "squared" else y_cls
+    o = orders(X.shape[0])
+    sfsa = SFSA(budget=4, eta=0.05, lam=0.01, mu=10, horizon=12, batch_size=7, loss=loss, passes=PASSES,
+                scale=None, random_state=SEED).fit(X, y)
+    np.testing.assert_allclose(sfsa.coef_, minibatch(X, y, o, 4, 0.05, 0.01, 7, loss, mu=10, horizon=12),
+                               rtol=1e-9, atol=1e-12)
+    for every in (False, True):
+        tsgd = TSGD(budget=4, eta=0.05, lam=0.01, truncate="every" if every else "end", batch_size=7, loss=loss,
+                    passes=PASSES, scale=None, random_state=SEED).fit(X, y)
+        np.testing.assert_allclose(tsgd.coef_, minibatch(X, y, o, 4, 0.05, 0.01, 7, loss, every=every),
+                                   rtol=1e-9, atol=1e-12)
+
+
+def test_sfsa_recovers_a_sparse_model():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 200))
+    beta = np.zeros(200)
+    beta[::20] = 1.0
+    y = X @ beta + 0.3 * rng.normal(size=3000)
+    for method, eta, found in (("sgd", 0.02, 10), ("nesterov", 0.02, 10), ("adam", 0.003, 8)):
+        model = SFSA(budget=10, eta=eta, method=method, passes=2).fit(X, y)
+        assert len(set(model.support_) & set(np.flatnonzero(beta))) >= found, method
+
+
+# -- the stream face ---------------------------------------------------------------------------
+def make(cls, **kw):
+    params = {"budget": 5, "passes": 2}
+    if cls in (L1ARDA, AdaFOBOS, OPG, RDA):
+        params["lam"] = 0.01
+    if cls in (SFSA, TSGD):
+        params["batch_size"] = 4
+    params.update(kw)
+    return cls(**params)
+
+
+LEARNERS = all_stream_learners()
+
+
+@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.algorithm_name)
+def test_budget_holds_after_every_sample_and_learn_one_is_partial_fit(cls, data):
+    """(``maxabs`` would take its scales from the first sample: compared on the data as given.)"""
+    X, y, _ = data
+    one = make(cls, loss="squared_hinge", scale=None)
+    for i in range(X.shape[0]):
+        one.learn_one(X[i], y[i])
+        if cls.budgeted_every_step:
+            assert np.count_nonzero(one.coef_) <= 5
+    rows = make(cls, loss="squared_hinge", scale=None)
+    if cls in (SFSA, TSGD):                      # learn_one is a mini-batch of one sample
+        for i in range(X.shape[0]):
+            rows.partial_fit(sp.csr_matrix(X[i:i + 1]), y[i:i + 1])
+    else:
+        rows.partial_fit(X[:30], y[:30]).partial_fit(sp.csr_matrix(X[30:]), y[30:])
+    np.testing.assert_allclose(one.coef_, rows.coef_, rtol=1e-12, atol=1e-14)
+    assert one.n_samples_seen_ == X.shape[0]
+
+
+@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.algorithm_name)
+def test_pickle_mid_stream_then_continue(cls, data):
+    X, y, _ = data
+    straight = make(cls, loss="squared_hinge").partial_fit(X, y).partial_fit(X, y)
+    half = make(cls, loss="squared_hinge").partial_fit(X, y)
+    resumed = pickle.loads(pickle.dumps(half)).partial_fit(X, y)
+    np.testing.assert_array_equal(resumed.coef_, straight.coef_)
+    with pytest.raises(InputError, match="features"):
+        resumed.partial_fit(X[:, :10], y)
+
+
+@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.algorithm_name)
+def test_maxabs_scaling_makes_units_irrelevant(cls, data):
+    """Columns in other units give the same support, and coef_ in those units (powers of two, so that
+    the scaled data are bit for bit the same and truncation ties fall the same way)."""
+    X, y, _ = data
+    units = 2.0 ** np.arange(-20, 20, 40 / X.shape[1]).round()
+    plain = make(cls, loss="squared_hinge").fit(X, y)
+    scaled = make(cls, loss="squared_hinge").fit(X * units, y)
+    np.testing.assert_array_equal(plain.support_, scaled.support_)
+    np.testing.assert_allclose(scaled.coef_ * units, plain.coef_, rtol=1e-8, atol=1e-12)
+
+
+def test_bad_input_is_named(data):
+    X, y, y_reg = data
+    with pytest.raises(InputError, match="unknown loss"):
+        BudgetedARDA(loss="hinge2").fit(X, y)
+    with pytest.raises(InputError, match="NaN"):
+        BudgetedARDA().fit(np.where(X > 1, np.nan, X), y)
+    with pytest.raises(InputError, match="-1 or \\+1"):
+        OFS().fit(X, y_reg)
+    with pytest.raises(InputError, match="1-D"):
+        OFS().learn_one(X[:2], 1.0)
+    with pytest.raises(InputError, match="unknown step"):
+        BudgetedARDA(step="newton").fit(X, y)
+    with pytest.raises(InputError, match="eta must be"):
+        BudgetedAMD(eta=-1).fit(X, y)
+    with pytest.raises(InputError, match="numeric lam"):
+        L1ARDA().partial_fit(X, y)
+
+
+def test_l1_search_meets_the_budget_with_the_most_features(data):
+    X, y, _ = data
+    model = L1ARDA(budget=6, passes=2).fit(X, y)
+    assert 0 < np.count_nonzero(model.coef_) <= 6
+    counts = [c for _, c in model.lam_path_]
+    assert np.count_nonzero(model.coef_) == max(c for c in counts if c <= 6)
+    refit = L1ARDA(budget=6, lam=model.lam_, passes=2).fit(X, y)
+    np.testing.assert_array_equal(refit.coef_, model.coef_)
+
+
+def test_compiled_loops_equal_the_interpreted_ones(tmp_path, data):
+    """The row loops run as plain Python (ASYOS_KERNELS=numpy) give what numba's compilation gives."""
+    X, y, _ = data
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    script = (
+        "import json, numpy as np, sys\n"
+        "from asyos.learners.sample_stream import all_stream_learners\n"
+        "from asyos.learners import _stream_kernels as K\n"
+        "assert not K.COMPILED\n"
+        f"X = np.load('{tmp_path}/X.npy'); y = np.load('{tmp_path}/y.npy')\n"
+        "out = {}\n"
+        "for cls in all_stream_learners():\n"
+        "    kw = {'budget': 5, 'passes': 1}\n"
+        "    if cls.algorithm_name in ('l1-arda', 'ada-fobos', 'opg', 'rda'): kw['lam'] = 0.01\n"
+        "    out[cls.algorithm_name] = cls(loss='squared_hinge', **kw).fit(X, y).coef_.tolist()\n"
+        "print(json.dumps(out))\n")
+    env = dict(os.environ, ASYOS_KERNELS="numpy")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300,
+                          cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    interpreted = json.loads(proc.stdout)
+    for cls in LEARNERS:
+        kw = {"lam": 0.01} if cls.algorithm_name in ("l1-arda", "ada-fobos", "opg", "rda") else {}
+        compiled = cls(loss="squared_hinge", budget=5, passes=1, **kw).fit(X, y).coef_
+        np.testing.assert_allclose(compiled, interpreted[cls.algorithm_name], rtol=1e-12, atol=1e-14)
+
+
+# -- the staleness simulator ---------------------------------------------------------------------
+@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.algorithm_name)
+def test_one_fresh_worker_is_the_sequential_fit(cls, data):
+    X, y, _ = data
+    sequential = make(cls, loss="squared_hinge").fit(X, y)
+    simulated = AsyncSampleStream(make(cls, loss="squared_hinge"), n_workers=1, max_staleness=0).fit(X, y)
+    np.testing.assert_array_equal(simulated.coef_, sequential.coef_)
+    assert simulated.staleness_["max"] == 0
+
+
+@pytest.mark.parametrize("cls", [BudgetedARDA, BudgetedAMD, OFS, SOFS, RDA], ids=lambda c: c.algorithm_name)
+def test_fresh_workers_equal_the_interleaved_stream(cls, data):
+    """q workers with tau = 0 are one learner reading the workers' samples in round-robin order."""
+    X, y, _ = data
+    q = 3
+    model = make(cls, loss="squared_hinge")
+    streams = [np.concatenate(s) for s in worker_streams(X.shape[0], model._n_passes(X.shape[0], X.shape[1]), q,
+                                                         np.random.default_rng(model.random_state))]
+    interleaved = [s[i] for i in range(max(map(len, streams))) for s in streams if i < len(s)]
+    expected = make(cls, loss="squared_hinge").partial_fit(X[interleaved], y[interleaved])
+    simulated = AsyncSampleStream(model, n_workers=q, max_staleness=0).fit(X, y)
+    np.testing.assert_allclose(simulated.coef_, expected.coef_, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("policy", ["max", "uniform"])
+def test_staleness_is_bounded_and_deterministic(policy, data):
+    X, y, _ = data
+    runs = [AsyncSampleStream(make(BudgetedARDA), n_workers=4, max_staleness=3, policy=policy, schedule="random",
+                              random_state=5).fit(X, y) for _ in range(2)]
+    assert runs[0].staleness_["max"] <= 3
+    assert runs[0].staleness_["mean"] > 0
+    np.testing.assert_array_equal(runs[0].coef_, runs[1].coef_)
+    fresh = AsyncSampleStream(make(BudgetedARDA), n_workers=4, max_staleness=0).fit(X, y)
+    assert not np.array_equal(fresh.coef_, runs[0].coef_)
+
+
+def test_stale_updates_use_the_old_model(data):
+    """With tau = q - 1 under the ``max`` policy every worker reads the model as of its own last update."""
+    X, y, _ = data
+    q = 3
+    sim = AsyncSampleStream(make(OFS, passes=1), n_workers=q, max_staleness=q - 1).fit(X, y)
+    hist = sim.staleness_["histogram"]
+    assert max(hist) == q - 1 and hist[q - 1] >= X.shape[0] - 2 * q
+
+
+# -- the command line ---------------------------------------------------------------------------
+def run_cli(args, tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "asyos.run", *args, "--output", str(out)], capture_output=True,
+                          text=True, timeout=300, cwd=REPO)
+    return proc, (json.loads((out / "results.json").read_text()) if proc.returncode == 0 else None)
+
+
+def test_cli_runs_a_learner_simulated_and_tuned(tmp_path):
+    args = ["--synthetic", "classification", "--n-features", "60", "--n-informative", "5", "--n-samples", "120"]
+    proc, rec = run_cli([*args, "--algorithm", "b-arda", "--budget", "5", "--simulate", "--workers", "3",
+                         "--max-staleness", "3"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert rec["algorithm"] == "b-arda" and rec["mode"] == "simulated" and len(rec["selected"]) <= 5
+    assert rec["staleness"]["max"] <= 3 and rec["n_workers"] == 3
+    proc, rec = run_cli([*args, "--algorithm", "ofs", "--budget", "5", "--tune", "--passes", "1"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert set(rec["tuned_params"]) == {"eta", "lam"} and len(rec["tuning"]) == 15 * 15
+    best = max(r["train_score"] for r in rec["tuning"] if r["train_score"] is not None)
+    assert 1 - rec["metrics"]["train_error"] == pytest.approx(best)
+    proc, _ = run_cli([*args, "--algorithm", "sofs", "--budget", "5", "--loss", "squared"], tmp_path)
+    assert proc.returncode == 2 and "sofs is a classification learner" in proc.stderr
+    proc, _ = run_cli([*args, "--algorithm", "b-amd", "--budget", "5", "--param", "eta"], tmp_path)
+    assert proc.returncode == 2 and "--param takes name=value" in proc.stderr
