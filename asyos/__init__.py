@@ -3,6 +3,8 @@
 Public API (imported on first use, so that ``import asyos`` stays light)::
 
     from asyos import OnlineSubstitution, AsyncOnlineSubstitution, ProjectedGradient, LassoToBudget
+    from asyos import BudgetedARDA, BudgetedAMD, OFS, SOFS, L1ARDA, AdaFOBOS, OPG, RDA, SFSA, TSGD
+    from asyos import AsyncSampleStream
     from asyos import make_regression, make_classification, load_dataset
 """
 from . import _env  # noqa: F401  (must run before numpy is imported)
@@ -15,6 +17,17 @@ _PUBLIC = {
     "AsyncOnlineSubstitution": ".learners.asy_os",
     "ProjectedGradient": ".learners.baselines",
     "LassoToBudget": ".learners.baselines",
+    "BudgetedARDA": ".learners.budgeted",
+    "BudgetedAMD": ".learners.budgeted",
+    "OFS": ".learners.ofs",
+    "SOFS": ".learners.ofs",
+    "L1ARDA": ".learners.l1",
+    "AdaFOBOS": ".learners.l1",
+    "OPG": ".learners.l1",
+    "RDA": ".learners.l1",
+    "SFSA": ".learners.sfsa",
+    "TSGD": ".learners.sfsa",
+    "AsyncSampleStream": ".distributed.stream_simulator",
     "make_regression": ".data.synthetic",
     "make_classification": ".data.synthetic",
     "load_dataset": ".data.io",

@@ -24,8 +24,13 @@ def keep_top_k(scores, k: int) -> np.ndarray:
         return np.empty(0, dtype=np.intp)
     if k >= p:
         return np.arange(p, dtype=np.intp)
-    order = np.argsort(-scores, kind="stable")
-    return np.sort(order[:k])
+    if np.isnan(scores).any():                          # NaN ranks last, as in a sort
+        order = np.argsort(-scores, kind="stable")
+        return np.sort(order[:k])
+    kth = np.partition(scores, p - k)[p - k]            # O(p): the k-th largest value
+    above = np.flatnonzero(scores > kth)
+    ties = np.flatnonzero(scores == kth)[:k - above.size]
+    return np.sort(np.concatenate([above, ties]))
 
 
 def project_l0(w, k: int) -> np.ndarray:

@@ -83,6 +83,31 @@ def simulate(workers, central, max_staleness: int, policy: str = "max", schedule
                             max_staleness=tau, policy=policy, schedule=schedule)
 
 
+class WorkerSchedule:
+    """Which worker steps next: ``round-robin`` over the workers still active, or ``random``
+    (uniform among them); ``retire(slot)`` removes a worker that has finished."""
+
+    def __init__(self, active, schedule, rng):
+        self.active, self.schedule, self.rng, self.turn = list(active), schedule, rng, 0
+
+    def __bool__(self):
+        return bool(self.active)
+
+    def next(self):
+        """``(slot, worker)``."""
+        if self.schedule == "round-robin":
+            slot = self.turn % len(self.active)
+            self.turn += 1
+        else:
+            slot = int(self.rng.integers(len(self.active)))
+        return slot, self.active[slot]
+
+    def retire(self, slot):
+        self.active.pop(slot)
+        if self.schedule == "round-robin":
+            self.turn = slot
+
+
 def choose_version(policy, rng, current, tau, floor):
     """The version a worker reads: in ``[max(current - tau, floor), current]`` as ``policy`` says."""
     lo = max(current - tau, floor)
@@ -94,22 +119,15 @@ def choose_version(policy, rng, current, tau, floor):
 
 
 def _run(workers, central, tau, policy, schedule, rng, history, floors, active):
-    turn = 0
+    order = WorkerSchedule(active, schedule, rng)
     steps = 0
-    while active:
-        if schedule == "round-robin":
-            slot = turn % len(active)
-            turn += 1
-        else:
-            slot = int(rng.integers(len(active)))
-        i = active[slot]
+    while order:
+        slot, i = order.next()
         V = central.version
         r = choose_version(policy, rng, V, tau, floors[i])
         push = workers[i].propose(history.read(r, V, central.u), r)
         if push is None:
-            active.pop(slot)
-            if schedule == "round-robin":
-                turn = slot
+            order.retire(slot)
             continue
         if not central.apply(push.delta, r):
             raise AssertionError("simulator produced a push beyond the staleness bound")

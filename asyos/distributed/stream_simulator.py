@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import InputError
 from ..learners.base import check_positive_int
 from ..learners.sample_stream import rows_of
-from .simulator import check_simulation_args, choose_version
+from .simulator import WorkerSchedule, check_simulation_args, choose_version
 
 
 def worker_streams(n_samples, n_passes, n_workers, rng):
@@ -99,16 +99,10 @@ def _simulate(learner, rows, y, streams, tau, policy, schedule, rng):
         history[0] = learner._weights(state)
     floors = [0] * len(streams)
     cursor = [(0, 0)] * len(streams)                      # (pass, offset): batches never straddle passes
-    active = [i for i, s in enumerate(streams) if sum(map(len, s))]
+    schedule = WorkerSchedule([i for i, s in enumerate(streams) if sum(map(len, s))], schedule, rng)
     counts = np.zeros(tau + 1, dtype=np.int64)
-    turn = 0
-    while active:
-        if schedule == "round-robin":
-            slot = turn % len(active)
-            turn += 1
-        else:
-            slot = int(rng.integers(len(active)))
-        i = active[slot]
+    while schedule:
+        slot, i = schedule.next()
         part, offset = cursor[i]
         order = streams[i][part][offset:offset + batch]
         offset += order.shape[0]
@@ -127,9 +121,7 @@ def _simulate(learner, rows, y, streams, tau, policy, schedule, rng):
         if history is not None:
             history[version % (tau + 1)] = learner._weights(state)
         if part == len(streams[i]):
-            active.pop(slot)
-            if schedule == "round-robin":
-                turn = slot
+            schedule.retire(slot)
     return _summary(counts), version
 
 

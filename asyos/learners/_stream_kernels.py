@@ -223,16 +223,19 @@ def barda_rows(sg, sq, active, mpos, members, heap, hpos, hkey, ranks, counts, p
                         hkey[i] = _arda_score(i, c, sg, sq, eta, delta, power)
                         hsize = heap_push(heap, hpos, hkey, ranks, hsize, i)
                 elif hpos[i] >= 0:
-                    hkey[i] = _arda_score(i, c, sg, sq, eta, delta, power)
-                    heap_fix(heap, hpos, hkey, ranks, hsize, i)
+                    s = _arda_score(i, c, sg, sq, eta, delta, power)
+                    if s > hkey[i]:                    # a key that fell is still an upper bound
+                        hkey[i] = s
+                        heap_sift_up(heap, hpos, hkey, ranks, hpos[i])
         # restore: every coordinate outside the kept set scores no higher than the weakest member
+        weakest, wscore = -1, 0.0
         while hsize > 0:
-            weakest, wscore = -1, 0.0
-            for m in range(nmem):
-                i = members[m]
-                s = _arda_score(i, c, sg, sq, eta, delta, power)
-                if weakest < 0 or beats(wscore, ranks[weakest], s, ranks[i]):
-                    weakest, wscore = i, s
+            if weakest < 0:
+                for m in range(nmem):
+                    i = members[m]
+                    s = _arda_score(i, c, sg, sq, eta, delta, power)
+                    if weakest < 0 or beats(wscore, ranks[weakest], s, ranks[i]):
+                        weakest, wscore = i, s
             top = heap[0]
             if not beats(hkey[top], ranks[top], wscore, ranks[weakest]):
                 break
@@ -248,6 +251,7 @@ def barda_rows(sg, sq, active, mpos, members, heap, hpos, hkey, ranks, counts, p
             mpos[weakest] = -1
             hkey[weakest] = wscore
             hsize = heap_push(heap, hpos, hkey, ranks, hsize, weakest)
+            weakest = -1
     counts[0], counts[1], counts[2], counts[3] = t, nmem, hsize, nupd
 
 
@@ -586,6 +590,46 @@ def rda_rows(sg, counts, params, indptr, indices, data, y, order, margins, given
             for k in range(lo, hi):
                 sg[indices[k]] += gl * data[k]
     counts[0], counts[1] = t, nupd
+
+
+# -- mini-batch helpers of SFSA / TSGD (O(nnz) on the raw CSR arrays) ------------------------------
+@jit
+def batch_moments(indptr, indices, data, rows, sum_x, sum_x2):
+    """Add the batch's column sums and sums of squares (for the running standard deviations)."""
+    for r in rows:
+        for k in range(indptr[r], indptr[r + 1]):
+            sum_x[indices[k]] += data[k]
+            sum_x2[indices[k]] += data[k] * data[k]
+
+
+@jit
+def batch_dloss(code, indptr, indices, data, y, rows, point, margins, given, out):
+    """``out[j] = l'(u_j)`` for the batch's rows, ``u = x.point`` (or ``margins`` when ``given``);
+    returns whether any is non-zero."""
+    any_nonzero = False
+    for j in range(rows.shape[0]):
+        r = rows[j]
+        if given:
+            u = margins[j]
+        else:
+            u = 0.0
+            for k in range(indptr[r], indptr[r + 1]):
+                u += point[indices[k]] * data[k]
+        out[j] = dloss1(code, y[r], u)
+        if out[j] != 0.0:
+            any_nonzero = True
+    return any_nonzero
+
+
+@jit
+def batch_gradient(indptr, indices, data, rows, dl, factor, g):
+    """``g += factor X_rows^T dl``."""
+    for j in range(rows.shape[0]):
+        a = factor * dl[j]
+        if a != 0.0:
+            r = rows[j]
+            for k in range(indptr[r], indptr[r + 1]):
+                g[indices[k]] += a * data[k]
 
 
 def warm_up() -> None:

@@ -113,7 +113,7 @@ class BudgetedARDA(AdaptiveTruncation):
 
     algorithm_name = "b-arda"
 
-    def __init__(self, budget=10, step="dual-averaging", score="quadratic", eta=0.1, lam=1e-4, delta=1e-2,
+    def __init__(self, budget=10, step="dual-averaging", score="quadratic", eta=0.03, lam=1e-4, delta=1e-2,
                  loss="squared_hinge", passes="auto", scale="maxabs", random_state=0):
         super().__init__(budget=budget, step=step, score=score, eta=eta, lam=lam, delta=delta, loss=loss,
                          passes=passes, scale=scale, random_state=random_state)

@@ -27,7 +27,7 @@ class OFS(SampleStreamLearner):
 
     algorithm_name = "ofs"
 
-    def __init__(self, budget=10, eta=0.2, lam=1e-2, loss="hinge", passes="auto", scale="maxabs",
+    def __init__(self, budget=10, eta=0.1, lam=1e-2, loss="hinge", passes="auto", scale="maxabs",
                  random_state=0):
         self.budget = budget
         self.eta = eta
@@ -68,7 +68,7 @@ class SOFS(SampleStreamLearner):
     algorithm_name = "sofs"
     tasks = ("classification",)
 
-    def __init__(self, budget=10, gamma=1.0, loss="hinge", passes="auto", scale="maxabs", random_state=0):
+    def __init__(self, budget=10, gamma=10.0, loss="hinge", passes="auto", scale="maxabs", random_state=0):
         self.budget = budget
         self.gamma = gamma
         self.loss = loss

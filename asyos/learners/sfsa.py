@@ -18,7 +18,6 @@ per sample on top of the non-zeros.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import InputError
 from ..truncation import annealing_schedule, keep_top_k
@@ -51,38 +50,38 @@ class _MiniBatchThresholding(SampleStreamLearner):
                            horizon=None, counts=np.zeros(3, dtype=np.int64))   # [samples, batches, updates]
 
     def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
-        X = sp.csr_matrix((data, indices, indptr), shape=(indptr.shape[0] - 1, s.beta.shape[0]))
         if s.horizon is None:
             s.horizon = self._horizon(order.shape[0])
         b = self.batch_size
+        dl = np.empty(b)
         for start in range(0, order.shape[0], b):
             rows = order[start:start + b]
-            Xb = X[rows]
-            s.sum_x += np.asarray(Xb.sum(axis=0)).ravel()
-            s.sum_x2 += np.asarray(Xb.multiply(Xb).sum(axis=0)).ravel()
+            K.batch_moments(indptr, indices, data, rows, s.sum_x, s.sum_x2)
             s.counts[0] += rows.shape[0]
-            u = margins[start:start + b] if margins is not None else None
-            self._step(s, Xb, y[rows], u)
+            batch = (indptr, indices, data, y, rows, margins[start:start + b] if margins is not None else None,
+                     dl[:rows.shape[0]])
+            self._step(s, batch)
             s.counts[1] += 1
             self._threshold(s)
 
-    def _gradient(self, s, Xb, yb, point, u):
-        if u is None:
-            u = Xb @ point
-        dl = np.array([K.dloss1(s.code, yi, ui) for yi, ui in zip(yb, u)]) if s.code >= 1 else u - yb
-        if np.any(dl != 0):
+    def _gradient(self, s, batch, point):
+        """The mini-batch's mean loss gradient at ``point`` plus ``lam point``, on the active features."""
+        indptr, indices, data, y, rows, margins, dl = batch
+        given = margins is not None
+        if K.batch_dloss(s.code, indptr, indices, data, y, rows, point, margins if given else dl, given, dl):
             s.counts[2] += 1
-        g = Xb.T @ dl / yb.shape[0] + self.lam * point
+        g = self.lam * point
+        K.batch_gradient(indptr, indices, data, rows, dl, 1.0 / rows.shape[0], g)
         g[~s.active] = 0.0
         return g
 
-    def _step(self, s, Xb, yb, u):
+    def _step(self, s, batch):
         if self.method == "nesterov":
             ahead = s.beta + MOMENTUM * s.velocity
-            s.velocity = MOMENTUM * s.velocity - self.eta * self._gradient(s, Xb, yb, ahead, u)
+            s.velocity = MOMENTUM * s.velocity - self.eta * self._gradient(s, batch, ahead)
             s.beta += s.velocity
         elif self.method == "adam":
-            g = self._gradient(s, Xb, yb, s.beta, u)
+            g = self._gradient(s, batch, s.beta)
             b1, b2 = ADAM_BETAS
             t = s.counts[1] + 1
             s.velocity = b1 * s.velocity + (1 - b1) * g
@@ -90,7 +89,7 @@ class _MiniBatchThresholding(SampleStreamLearner):
             step = (s.velocity / (1 - b1 ** t)) / (np.sqrt(s.second / (1 - b2 ** t)) + ADAM_EPS)
             s.beta -= self.eta * step
         else:
-            s.beta -= self.eta * self._gradient(s, Xb, yb, s.beta, u)
+            s.beta -= self.eta * self._gradient(s, batch, s.beta)
         s.beta[~s.active] = 0.0
 
     def _scores(self, s):
@@ -125,7 +124,7 @@ class SFSA(_MiniBatchThresholding):
 
     algorithm_name = "sfsa"
 
-    def __init__(self, budget=10, eta=0.05, lam=1e-4, mu=10.0, horizon="auto", batch_size=25, method="sgd",
+    def __init__(self, budget=10, eta=0.1, lam=1e-4, mu=10.0, horizon="auto", batch_size=25, method="sgd",
                  loss="squared", passes="auto", scale="maxabs", random_state=0):
         self.budget = budget
         self.eta = eta
@@ -169,7 +168,7 @@ class TSGD(_MiniBatchThresholding):
 
     algorithm_name = "tsgd"
 
-    def __init__(self, budget=10, eta=0.05, lam=1e-4, truncate="end", batch_size=25, loss="squared",
+    def __init__(self, budget=10, eta=0.03, lam=1e-4, truncate="end", batch_size=25, loss="squared",
                  passes="auto", scale="maxabs", random_state=0):
         self.budget = budget
         self.eta = eta
