@@ -12,7 +12,8 @@ A row touches only its non-zeros: the shrinkage of the other coordinates is appl
 form, the next time they are read (``_stream_kernels.prox_rows``).
 
 **Meeting a budget.** With ``lam="auto"`` (the default) ``fit`` searches ``lam`` (bisection on
-``log lam``) for the model with the most non-zeros not above ``budget``, as the ECML'18 protocol
+``log lam``, at most 30 steps, down to a relative precision of 1e-4: the count of non-zeros can jump
+there) for the model with the most non-zeros not above ``budget``, as the ECML'18 protocol
 and the thesis do (the thesis' "largest number of non-zeros smaller than or equal to k");
 ``lam_`` is the value found and ``lam_path_`` every ``(lam, non-zeros)`` tried. ``partial_fit`` and
 ``learn_one`` need a numeric ``lam``.
@@ -28,6 +29,7 @@ from . import _stream_kernels as K
 from .sample_stream import SampleStreamLearner, StreamState, check_rate
 
 SEARCH_STEPS = 30
+SEARCH_PRECISION = 1e-4       # stop when the bracket [lo, hi] has hi / lo < 1 + this
 
 
 class L1Learner(SampleStreamLearner):
@@ -70,7 +72,7 @@ class L1Learner(SampleStreamLearner):
         if attempt(lo) > self.budget:
             log_lo, log_hi = math.log(lo), math.log(hi)
             for _ in range(SEARCH_STEPS):
-                if best is not None and best[1] == self.budget:
+                if (best is not None and best[1] == self.budget) or log_hi - log_lo < SEARCH_PRECISION:
                     break
                 mid = 0.5 * (log_lo + log_hi)
                 if attempt(math.exp(mid)) > self.budget:
@@ -97,7 +99,7 @@ class L1ARDA(L1Learner):
 
     algorithm_name = "l1-arda"
 
-    def __init__(self, budget=10, lam="auto", eta=0.1, delta=1e-2, loss="squared_hinge", passes="auto",
+    def __init__(self, budget=10, lam="auto", eta=0.3, delta=1e-2, loss="squared_hinge", passes="auto",
                  scale="maxabs", random_state=0):
         self.budget = budget
         self.lam = lam
