@@ -231,6 +231,19 @@ def test_row_loops_equal_the_dense_transcriptions(name, make, oracle, loss, B, l
         np.testing.assert_array_equal(model.support_, np.flatnonzero(expected))
 
 
+@pytest.mark.parametrize("lam", [0.0, 0.2, 5.0])
+def test_barda_heap_under_many_swaps(lam):
+    """A wider problem where the kept set changes often (and, with a large ``lam eta t``, the order of
+    untouched coordinates too): the lazily refreshed heap still gives eq. 1-2 exactly."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(150, 300)) * (rng.random((150, 300)) < 0.1) * rng.lognormal(size=300)
+    y = np.sign(X[:, :10].sum(1) + 0.01)
+    for B in (1, 7, 25):
+        model = BudgetedARDA(budget=B, eta=1.0, lam=lam, passes=2, scale=None, random_state=3).fit(X, y)
+        expected = barda(X, y, orders(150, passes=2, seed=3), B, 1.0, lam, 1e-2, "squared_hinge")
+        np.testing.assert_allclose(model.coef_, expected, rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("B,gamma", [(3, 1.0), (10, 0.1), (40, 5.0)])
 def test_sofs_equals_the_dense_transcription(B, gamma, data):
     X, y, _ = data

@@ -31,6 +31,7 @@ import os
 import numpy as np
 
 LOSS_CODES = {"squared": 0, "squared_hinge": 1, "logistic": 2, "hinge": 3}
+NORM_REFRESH = 1024           # OFS recomputes its running sum of squares exactly this often
 
 
 def _make_jit():
@@ -116,22 +117,6 @@ def heap_push(heap, pos, key, rank, size, item):
 
 
 @jit
-def heap_remove(heap, pos, key, rank, size, item):
-    """Remove ``item``; returns the new size."""
-    i = pos[item]
-    pos[item] = -1
-    size -= 1
-    if i == size:
-        return size
-    last = heap[size]
-    heap[i] = last
-    pos[last] = i
-    heap_sift_up(heap, pos, key, rank, i)
-    heap_sift_down(heap, pos, key, rank, size, pos[last])
-    return size
-
-
-@jit
 def heap_fix(heap, pos, key, rank, size, item):
     """Restore the heap after ``key[item]`` changed either way."""
     heap_sift_up(heap, pos, key, rank, pos[item])
@@ -139,6 +124,15 @@ def heap_fix(heap, pos, key, rank, size, item):
 
 
 # -- quickselect: the ``k`` best of ``cand[:n]`` moved to ``cand[:k]`` ---------------------------
+@jit
+def heap_replace_top(heap, pos, key, rank, size, item):
+    """Put ``item`` (not in the heap, ``key[item]`` set) in place of the top, which leaves."""
+    pos[heap[0]] = -1
+    heap[0] = item
+    pos[item] = 0
+    heap_sift_down(heap, pos, key, rank, size, 0)
+
+
 @jit
 def keep_top(cand, n, k, score, rank):
     lo, hi = 0, n - 1
@@ -168,20 +162,19 @@ def keep_top(cand, n, k, score, rank):
 
 # -- B-ARDA (ECML'18 Alg. 1): dual averaging, keep the B largest H z^2 ---------------------------
 @jit
-def _arda_score(i, c, sg, sq, eta, delta, power):
+def _arda_score(i, c, sg, h, eta, power):
     """The truncation score ``H_i |z_i|^power`` of eq. 2 (power 2) or eq. 4 (power 1)."""
-    h = delta + math.sqrt(sq[i])
-    z = abs(eta * sg[i] / (c + h))
-    return h * z * z if power == 2 else h * z
+    z = abs(eta * sg[i] / (c + h[i]))
+    return h[i] * z * z if power == 2 else h[i] * z
 
 
 @jit
-def barda_rows(sg, sq, active, mpos, members, heap, hpos, hkey, ranks, counts, params,
+def barda_rows(sg, sq, h, active, mpos, members, heap, hpos, hkey, ranks, counts, params,
                indptr, indices, data, y, order, margins, given):
     """``counts = [t, n_members, heap_size, n_updates]``;
     ``params = [eta, lam, delta, budget, loss, power]``.
 
-    State: ``sg = sum g`` and ``sq = sum g^2`` per coordinate (``H = delta + sqrt(sq)``); the kept set
+    State: ``sg = sum g`` and ``sq = sum g^2`` per coordinate, ``h = H = delta + sqrt(sq)``; the kept set
     (``members``, ``mpos``) is the top ``B`` of ``H z^2`` over the coordinates ever touched, with
     ``z = -eta sg / (lam eta t + H)`` (eq. 1 with ``phi = lam/2 ||w||^2``). The others sit in a heap
     keyed by an upper bound of their score: a score only falls while ``t`` grows and the coordinate
@@ -202,7 +195,7 @@ def barda_rows(sg, sq, active, mpos, members, heap, hpos, hkey, ranks, counts, p
             for k in range(lo, hi):
                 i = indices[k]
                 if mpos[i] >= 0:
-                    u -= eta * sg[i] / (c_prev + delta + math.sqrt(sq[i])) * data[k]
+                    u -= eta * sg[i] / (c_prev + h[i]) * data[k]
         t += 1
         c = lam * eta * t
         gl = dloss1(code, y[r], u)
@@ -213,6 +206,7 @@ def barda_rows(sg, sq, active, mpos, members, heap, hpos, hkey, ranks, counts, p
                 g = gl * data[k]
                 sg[i] += g
                 sq[i] += g * g
+                h[i] = delta + math.sqrt(sq[i])
                 if not active[i]:
                     active[i] = True
                     if nmem < budget:
@@ -220,38 +214,51 @@ def barda_rows(sg, sq, active, mpos, members, heap, hpos, hkey, ranks, counts, p
                         mpos[i] = nmem
                         nmem += 1
                     else:
-                        hkey[i] = _arda_score(i, c, sg, sq, eta, delta, power)
+                        hkey[i] = _arda_score(i, c, sg, h, eta, power)
                         hsize = heap_push(heap, hpos, hkey, ranks, hsize, i)
                 elif hpos[i] >= 0:
-                    s = _arda_score(i, c, sg, sq, eta, delta, power)
+                    s = _arda_score(i, c, sg, h, eta, power)
                     if s > hkey[i]:                    # a key that fell is still an upper bound
                         hkey[i] = s
                         heap_sift_up(heap, hpos, hkey, ranks, hpos[i])
         # restore: every coordinate outside the kept set scores no higher than the weakest member
-        weakest, wscore = -1, 0.0
+        weakest, wscore, second, sscore = -1, 0.0, -1, 0.0
+        second_known = False                           # second = -1 and known: there is none
         while hsize > 0:
-            if weakest < 0:
+            if weakest < 0:                            # scan the kept set: its weakest two
+                second, second_known = -1, True
                 for m in range(nmem):
                     i = members[m]
-                    s = _arda_score(i, c, sg, sq, eta, delta, power)
+                    s = _arda_score(i, c, sg, h, eta, power)
                     if weakest < 0 or beats(wscore, ranks[weakest], s, ranks[i]):
+                        second, sscore = weakest, wscore
                         weakest, wscore = i, s
+                    elif second < 0 or beats(sscore, ranks[second], s, ranks[i]):
+                        second, sscore = i, s
             top = heap[0]
             if not beats(hkey[top], ranks[top], wscore, ranks[weakest]):
                 break
-            exact = _arda_score(top, c, sg, sq, eta, delta, power)
+            exact = _arda_score(top, c, sg, h, eta, power)
             if exact != hkey[top]:
                 hkey[top] = exact
                 heap_sift_down(heap, hpos, hkey, ranks, hsize, 0)
                 continue
-            hsize = heap_remove(heap, hpos, hkey, ranks, hsize, top)
-            slot = mpos[weakest]
+            slot = mpos[weakest]                       # swap: top joins, the weakest takes its place
             members[slot] = top
             mpos[top] = slot
+            hpos[top] = -1
             mpos[weakest] = -1
             hkey[weakest] = wscore
-            hsize = heap_push(heap, hpos, hkey, ranks, hsize, weakest)
-            weakest = -1
+            heap[0] = weakest
+            hpos[weakest] = 0
+            heap_sift_down(heap, hpos, hkey, ranks, hsize, 0)
+            if not second_known:                       # the weakest of the new set is unknown
+                weakest = -1
+            elif second < 0 or beats(sscore, ranks[second], exact, ranks[top]):
+                weakest, wscore = top, exact           # the newcomer is the weakest; second stays
+            else:
+                weakest, wscore = second, sscore       # the old second; the next one is unknown
+                second, second_known = -1, False
     counts[0], counts[1], counts[2], counts[3] = t, nmem, hsize, nupd
 
 
@@ -331,7 +338,8 @@ def bamd_rows(w, sq, mpos, members, stamp, cand, score, ranks, counts, params,
 @jit
 def ofs_rows(v, scale, heap, hpos, hkey, ranks, counts, params,
              indptr, indices, data, y, order, margins, given):
-    """``w = scale[0] * v``; ``counts = [t, n_kept, n_updates]``; ``params = [eta, lam, budget, loss]``.
+    """``w = scale[0] * v``, ``scale[1] = sum of v^2`` over the kept set (recomputed exactly every
+    ``NORM_REFRESH`` updates); ``counts = [t, n_kept, n_updates]``; ``params = [eta, lam, budget, loss]``.
 
     On a step with ``l'(u) != 0`` (for the hinge: a margin violation): ``w <- (1 - lam eta) w -
     eta l'(u) x``, projected onto the ball of radius ``1/sqrt(lam)``, then the ``B`` largest ``|w_i|``
@@ -340,7 +348,7 @@ def ofs_rows(v, scale, heap, hpos, hkey, ranks, counts, params,
     """
     eta, lam, budget, code = params[0], params[1], int(params[2]), int(params[3])
     t, size, nupd = counts[0], counts[1], counts[2]
-    a = scale[0]
+    a, norm2 = scale[0], scale[1]
     shrink = 1.0 - lam * eta
     for jj in range(order.shape[0]):
         r = order[jj]
@@ -358,43 +366,48 @@ def ofs_rows(v, scale, heap, hpos, hkey, ranks, counts, params,
         if gl == 0.0:
             continue
         nupd += 1
+        if nupd % NORM_REFRESH == 0:
+            norm2 = 0.0
+            for m in range(size):
+                norm2 += v[heap[m]] * v[heap[m]]
         step = -eta * gl / a
         for k in range(lo, hi):                       # the kept coordinates first
             i = indices[k]
             if hpos[i] >= 0:
+                old = v[i]
                 v[i] += step * data[k]
+                norm2 += v[i] * v[i] - old * old
                 hkey[i] = -abs(v[i])
                 heap_fix(heap, hpos, hkey, ranks, size, i)
-        norm2 = 0.0
-        for m in range(size):
-            norm2 += v[heap[m]] * v[heap[m]]
         for k in range(lo, hi):                       # then the newcomers
             i = indices[k]
             if hpos[i] < 0 and data[k] != 0.0:
                 v[i] = step * data[k]
                 norm2 += v[i] * v[i]
+        norm_before_truncation = norm2
         for k in range(lo, hi):
             i = indices[k]
             if hpos[i] < 0 and v[i] != 0.0:
                 hkey[i] = -abs(v[i])
                 if size < budget:
                     size = heap_push(heap, hpos, hkey, ranks, size, i)
-                elif beats(hkey[heap[0]], ranks[heap[0]], hkey[i], ranks[i]):
+                    continue
+                out = i
+                if beats(hkey[heap[0]], ranks[heap[0]], hkey[i], ranks[i]):
                     out = heap[0]
-                    size = heap_remove(heap, hpos, hkey, ranks, size, out)
-                    v[out] = 0.0
-                    size = heap_push(heap, hpos, hkey, ranks, size, i)
-                else:
-                    v[i] = 0.0
+                    heap_replace_top(heap, hpos, hkey, ranks, size, i)
+                norm2 -= v[out] * v[out]
+                v[out] = 0.0
         if lam > 0.0:
-            norm = a * math.sqrt(norm2)
+            norm = a * math.sqrt(max(norm_before_truncation, 0.0))
             if norm * math.sqrt(lam) > 1.0:
                 a /= norm * math.sqrt(lam)
         if a < 1e-150 or a > 1e150:                   # fold the scale back into v
             for m in range(size):
                 v[heap[m]] *= a
+            norm2 *= a * a
             a = 1.0
-    scale[0] = a
+    scale[0], scale[1] = a, norm2
     counts[0], counts[1], counts[2] = t, size, nupd
 
 
@@ -441,9 +454,8 @@ def sofs_rows(mu, sigma, heap, hpos, ranks, counts, params,
             if hpos[i] < 0:
                 top = heap[0]
                 if size > 0 and beats(sigma[top], ranks[top], sigma[i], ranks[i]):
-                    size = heap_remove(heap, hpos, sigma, ranks, size, top)
+                    heap_replace_top(heap, hpos, sigma, ranks, size, i)
                     mu[top] = 0.0
-                    size = heap_push(heap, hpos, sigma, ranks, size, i)
                 else:
                     mu[i] = 0.0
     counts[0], counts[1], counts[2] = t, size, nupd

@@ -78,7 +78,7 @@ class AdaptiveTruncation(SampleStreamLearner):
                       members=np.zeros(self.budget, dtype=np.int64), ranks=np.arange(p, dtype=np.int64),
                       params=params)
         if self.step == "dual-averaging":
-            return StreamState(sg=np.zeros(p), active=np.zeros(p, dtype=np.bool_),
+            return StreamState(sg=np.zeros(p), h=np.full(p, float(self.delta)), active=np.zeros(p, dtype=np.bool_),
                                heap=np.zeros(p, dtype=np.int64), hpos=np.full(p, -1, dtype=np.int64),
                                hkey=np.zeros(p), counts=np.zeros(4, dtype=np.int64), **common)
         return StreamState(w=np.zeros(p), stamp=np.zeros(p, dtype=np.int64), cand=np.zeros(p, dtype=np.int64),
@@ -88,7 +88,7 @@ class AdaptiveTruncation(SampleStreamLearner):
         given = margins is not None
         margins = margins if given else np.empty(0)
         if self.step == "dual-averaging":
-            K.barda_rows(s.sg, s.sq, s.active, s.mpos, s.members, s.heap, s.hpos, s.hkey, s.ranks, s.counts,
+            K.barda_rows(s.sg, s.sq, s.h, s.active, s.mpos, s.members, s.heap, s.hpos, s.hkey, s.ranks, s.counts,
                          s.params, indptr, indices, data, y, order, margins, given)
         else:
             K.bamd_rows(s.w, s.sq, s.mpos, s.members, s.stamp, s.cand, s.scores, s.ranks, s.counts, s.params,
@@ -100,7 +100,7 @@ class AdaptiveTruncation(SampleStreamLearner):
         w = np.zeros(s.sg.shape[0])
         kept = s.members[:s.counts[1]]
         c = self.lam * self.eta * s.counts[0]
-        w[kept] = -self.eta * s.sg[kept] / (c + self.delta + np.sqrt(s.sq[kept]))
+        w[kept] = -self.eta * s.sg[kept] / (c + s.h[kept])
         return w
 
     @classmethod

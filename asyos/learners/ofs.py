@@ -42,7 +42,7 @@ class OFS(SampleStreamLearner):
         check_rate(self.lam, "lam", allow_zero=True)
 
     def _new_state(self, p, code):
-        return StreamState(v=np.zeros(p), scale=np.ones(1), heap=np.zeros(self.budget, dtype=np.int64),
+        return StreamState(v=np.zeros(p), scale=np.array([1.0, 0.0]), heap=np.zeros(self.budget, dtype=np.int64),
                            hpos=np.full(p, -1, dtype=np.int64), hkey=np.zeros(p),
                            ranks=-np.arange(p, dtype=np.int64), counts=np.zeros(3, dtype=np.int64),
                            params=np.array([self.eta, self.lam, self.budget, code], dtype=float))

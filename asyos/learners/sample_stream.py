@@ -102,14 +102,26 @@ class SampleStreamLearner(BudgetedSelector):
         return self._touched()
 
     def learn_one(self, x, y):
+        """Learn from one sample: ``x`` a 1-D array (or a one-row sparse matrix), ``y`` its label."""
         if sp.issparse(x):
-            row = x
-        else:
-            row = np.asarray(x)
-            if row.ndim != 1:
-                raise InputError(f"learn_one takes one sample as a 1-D array; got shape {row.shape}")
-            row = row[None, :]
-        return self.partial_fit(row, np.atleast_1d(np.asarray(y)))
+            return self.partial_fit(x, np.atleast_1d(np.asarray(y)))
+        row = np.asarray(x)
+        if row.ndim != 1:
+            raise InputError(f"learn_one takes one sample as a 1-D array; got shape {row.shape}")
+        if not hasattr(self, "_state"):
+            return self.partial_fit(row[None, :], np.atleast_1d(np.asarray(y)))
+        # the common case, without building a matrix: the checks of partial_fit on one row
+        if row.shape[0] != self.n_features_in_:
+            raise InputError(f"x has {row.shape[0]} features, but {type(self).__name__} was fitted with "
+                             f"{self.n_features_in_}")
+        row = as_float_matrix(row[None, :], "x")[0]
+        label = as_label_vector(np.atleast_1d(np.asarray(y)), 1, "y")
+        stream_loss(self.loss)[0].check_labels(label)
+        index = np.flatnonzero(row)
+        values = row[index] / self.scale_[index] if self.scale is not None else row[index]
+        self._run_rows(self._state, np.array([0, index.size], dtype=np.int64), index.astype(np.int64), values,
+                       label, np.zeros(1, dtype=np.int64))
+        return self._touched()
 
     def _n_passes(self, n, p):
         if self.passes == "auto":

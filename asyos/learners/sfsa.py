@@ -92,10 +92,12 @@ class _MiniBatchThresholding(SampleStreamLearner):
             s.beta -= self.eta * self._gradient(s, batch, s.beta)
         s.beta[~s.active] = 0.0
 
-    def _scores(self, s):
+    def _scores(self, s, index=slice(None)):
+        """``sd_j |beta_j|`` (of the features ``index``): Remark 1's scale-free thresholding score."""
         n = max(int(s.counts[0]), 1)
-        var = np.maximum(s.sum_x2 / n - (s.sum_x / n) ** 2, 0.0)
-        return np.sqrt(var) * np.abs(s.beta)
+        mean = s.sum_x[index] / n
+        var = np.maximum(s.sum_x2[index] / n - mean * mean, 0.0)
+        return np.sqrt(var) * np.abs(s.beta[index])
 
     def _threshold(self, s):
         raise NotImplementedError
@@ -147,16 +149,14 @@ class SFSA(_MiniBatchThresholding):
     def _threshold(self, s):
         p = s.beta.shape[0]
         keep = annealing_schedule(int(s.counts[1]), self.budget, p, s.horizon, self.mu)
-        n_active = int(np.count_nonzero(s.active))
-        if n_active <= keep:
+        active = np.flatnonzero(s.active)
+        if active.size <= keep:
             return
-        scores = np.where(s.active, self._scores(s), -1.0)
-        kept = keep_top_k(scores, keep)
-        s.active[:] = False
-        s.active[kept] = True
-        s.beta[~s.active] = 0.0
-        s.velocity[~s.active] = 0.0
-        s.second[~s.active] = 0.0
+        dropped = np.delete(active, keep_top_k(self._scores(s, active), keep))
+        s.active[dropped] = False
+        s.beta[dropped] = 0.0
+        s.velocity[dropped] = 0.0
+        s.second[dropped] = 0.0
 
 
 class TSGD(_MiniBatchThresholding):
