@@ -352,6 +352,19 @@ def test_bad_input_is_named(data):
         L1ARDA().partial_fit(X, y)
 
 
+def test_divergence_is_named_not_returned(data):
+    X, y, y_reg = data
+    with pytest.raises(InputError, match="diverged .*smaller step"):
+        SFSA(budget=3, eta=1e6, scale=None, loss="squared", passes=60).fit(X * 100, y_reg)
+    model = OPG(budget=None, lam=0.0, eta=1e3, scale=None, loss="squared")
+    with pytest.raises(InputError, match="diverged"):
+        for i in range(X.shape[0]):
+            model.learn_one(X[i] * 100, y_reg[i])
+        model.coef_
+    with pytest.raises(InputError, match="every fit that kept a feature diverged"):
+        RDA(budget=5, gamma=1e-6, scale=None, loss="squared", passes=2).fit(X * 100, y_reg)
+
+
 def test_l1_search_meets_the_budget_with_the_most_features(data):
     X, y, _ = data
     model = L1ARDA(budget=6, passes=2).fit(X, y)

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import DivergenceError, InputError
 from . import _stream_kernels as K
 from .sample_stream import SampleStreamLearner, StreamState, check_rate
 
@@ -52,11 +52,18 @@ class L1Learner(SampleStreamLearner):
             return super().fit(X, y)
         path = []
         best = None
+        diverged = []
 
         def attempt(lam):
+            """The number of non-zeros at ``lam``; a diverged fit counts as too many."""
             nonlocal best
             self.lam_ = lam
-            super(L1Learner, self).fit(X, y)
+            try:
+                super(L1Learner, self).fit(X, y)
+            except DivergenceError as exc:
+                diverged.append(str(exc))
+                path.append((lam, None))
+                return self.budget + 1
             count = int(np.count_nonzero(self.coef_))
             path.append((lam, count))
             if count <= self.budget and (best is None or count > best[1]):
@@ -80,6 +87,9 @@ class L1Learner(SampleStreamLearner):
                 else:
                     log_hi = mid
         self.lam_path_ = path
+        if diverged and (best is None or best[1] == 0):
+            raise DivergenceError(f"{self._name()}: searching the l1 weight for budget {self.budget}, every fit "
+                                  f"that kept a feature diverged; {diverged[-1]}")
         if best is None:
             raise InputError(f"{self._name()}: no l1 weight up to {hi:g} leaves at most {self.budget} features")
         self.lam_, _, self._state, self._cache = best

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..data.dataset import as_float_matrix, as_label_vector
-from ..errors import InputError
+from ..errors import DivergenceError, InputError
 from ..losses import get_loss
 from . import _stream_kernels as K
 from .base import BudgetedSelector, check_budget, check_positive_float, check_positive_int
@@ -92,14 +92,20 @@ class SampleStreamLearner(BudgetedSelector):
         n = X.shape[0]
         rng = np.random.default_rng(self.random_state)
         rows = rows_of(X)
-        for _ in range(self._n_passes(n, X.shape[1])):
-            self._run_rows(self._state, *rows, y, rng.permutation(n).astype(np.int64))
-        return self._touched()
+        with np.errstate(over="ignore", invalid="ignore"):
+            for _ in range(self._n_passes(n, X.shape[1])):
+                self._run_rows(self._state, *rows, y, rng.permutation(n).astype(np.int64))
+        return self._touched()._check_finite()
 
     def partial_fit(self, X, y):
         X, y = self._validate(X, y, reset=not hasattr(self, "_state"))
-        self._run_rows(self._state, *rows_of(X), y, np.arange(X.shape[0], dtype=np.int64))
-        return self._touched()
+        with np.errstate(over="ignore", invalid="ignore"):
+            self._run_rows(self._state, *rows_of(X), y, np.arange(X.shape[0], dtype=np.int64))
+        return self._touched()._check_finite()
+
+    def _check_finite(self):
+        self._fitted_coef()
+        return self
 
     def learn_one(self, x, y):
         """Learn from one sample: ``x`` a 1-D array (or a one-row sparse matrix), ``y`` its label."""
@@ -184,6 +190,11 @@ class SampleStreamLearner(BudgetedSelector):
         cache = getattr(self, "_cache", None)
         if cache is None:
             w = self._weights(self._state) / self.scale_
+            if not np.all(np.isfinite(w)):      # a diverged run says what to change, never returns NaN
+                steps = ", ".join(f"{k}={getattr(self, k)!r}" for k in ("eta", "gamma") if hasattr(self, k))
+                raise DivergenceError(f"{self._name()} diverged (non-finite weights after {int(self._state.counts[0])} "
+                                      f"samples, {steps}): use a smaller step (eta) or a larger gamma, or scale "
+                                      f"the features (scale='maxabs')")
             self._cache = cache = (w, np.flatnonzero(w))
         return cache
 

@@ -103,6 +103,8 @@ class _MiniBatchThresholding(SampleStreamLearner):
         raise NotImplementedError
 
     def _weights(self, s):
+        if not np.all(np.isfinite(s.beta)):
+            return s.beta.copy()                  # diverged: the facade names it
         w = np.zeros(s.beta.shape[0])
         keep = keep_top_k(self._scores(s), self.budget)
         w[keep] = s.beta[keep]
