@@ -18,7 +18,9 @@ repeats, and the ratio is to scikit-learn's rate measured next to it. Goals: B-A
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import sys
 import time
 
 import numpy as np
@@ -85,6 +87,17 @@ def one_pass(make, X, y, **fit):
     return time.perf_counter() - t0, model
 
 
+def sources_digest():
+    """A digest of the learners' source (row loops, facade, classes), to tell runs of different code apart
+    and to catch an edit in the middle of a run."""
+    files = sorted({_stream_kernels.__file__, *(sys.modules[cls.__module__].__file__ for cls in all_stream_learners())})
+    digest = hashlib.sha256()
+    for path in files:
+        with open(path, "rb") as fh:
+            digest.update(fh.read())
+    return digest.hexdigest()[:12]
+
+
 def goal_status(name, rate, ratio):
     if name not in GOALS:
         return None, None
@@ -102,6 +115,7 @@ def main():
     except ImportError:
         raise SystemExit("scikit-learn is needed for the reference: pip install scikit-learn") from None
     run = Run("stream_throughput", args, profile)
+    digest = sources_digest()
     n, d, reps = profile["n_samples"], profile["n_features"], profile["repeats"]
     t0 = time.perf_counter()
     X, y = sparse_stream(n, d, profile["nnz_per_row"], profile["n_informative"], profile["seed"])
@@ -142,11 +156,17 @@ def main():
                              "seconds": ours, "sklearn_seconds": ref, "samples_per_s": rate,
                              "sklearn_samples_per_s": sk_rate, "ratio": ratio, "us_per_sample": 1e6 / rate,
                              "n_updates": model.n_updates_, "support": int(model.support_.size),
+                             "params": model.get_params(),
                              "goal": goal, "goal_met": met})
             rows.append(unit)
             print(f"  {name:>9} B = {budget:<5} {rate:>10.0f} samples/s  {ratio:5.2f}x scikit-learn "
                   f"({sk_loss}, {sk_rate:.0f} samples/s)", flush=True)
     summary = summarise(rows, profile, compile_s)
+    summary["sources_sha256"] = digest
+    if sources_digest() != digest:
+        summary["sources_changed_during_run"] = True
+        print("warning: the learners' source changed during the run (the timings used the code imported at the "
+              "start)", flush=True)
     path = run.finish(summary)
     draw(run, rows, profile)
     print(f"results: {path}")
