@@ -13,7 +13,9 @@ non-zeros plus its kept set: neither a row nor the data set is ever made dense.
 largest absolute value in the data given to the first ``fit``/``partial_fit`` (features absent
 there keep scale 1). This keeps sparsity, makes the default step sizes meaningful whatever the
 units (arcene counts up to 999, farm_ads 0/1), and ``coef_`` is reported in the original units.
-``scale=None`` learns on the data as given (the ECML'18 protocol, with its grid search).
+``scale=None`` learns on the data as given (the ECML'18 protocol, with its grid search). For
+unbounded features (Gaussian, say) the largest value grows with ``n``, and with it the effective step:
+there, standardize the data or use ``scale=None`` with a step chosen for the data.
 
 Fitted attributes (read from the learner's state when asked): ``coef_``, ``support_``,
 ``n_features_in_``, ``n_samples_seen_``, ``n_updates_`` (steps that changed the model), ``scale_``.
