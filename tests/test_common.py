@@ -68,6 +68,13 @@ def test_unsupported_task_is_named(spec, task, regression, classification):
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_no_parameter_hides_a_method(spec):
+    estimator = build(spec, "squared_hinge")
+    methods = {name for name in dir(type(estimator)) if callable(getattr(type(estimator), name, None))}
+    assert not set(estimator.get_params()) & methods
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_same_seed_same_result(spec, regression, classification):
     d, loss = data_for(spec, regression, classification)
     a = build(spec, loss).fit(d.X, d.y)

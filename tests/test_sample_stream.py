@@ -334,6 +334,19 @@ def test_maxabs_scaling_makes_units_irrelevant(cls, data):
     np.testing.assert_allclose(scaled.coef_ * units, plain.coef_, rtol=1e-8, atol=1e-12)
 
 
+@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.algorithm_name)
+def test_online_accuracy_counts_the_predictions_made_before_learning(cls, data):
+    """(TSGD with ``truncate="end"`` predicts online with its whole iterate, not the visible top-k.)"""
+    X, y, _ = data
+    model = make(cls, loss="squared_hinge", scale=None, **({"truncate": "every"} if cls is TSGD else {}))
+    model.learn_one(X[0], y[0])
+    right = int(y[0] > 0)                             # the empty model predicts +1
+    for i in range(1, X.shape[0]):
+        right += int(model.predict(X[i:i + 1])[0] == y[i])
+        model.learn_one(X[i], y[i])
+    assert model.online_accuracy_ == pytest.approx(right / X.shape[0])
+
+
 def test_bad_input_is_named(data):
     X, y, y_reg = data
     with pytest.raises(InputError, match="unknown loss"):
@@ -463,11 +476,15 @@ def test_cli_runs_a_learner_simulated_and_tuned(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert rec["algorithm"] == "b-arda" and rec["mode"] == "simulated" and len(rec["selected"]) <= 5
     assert rec["staleness"]["max"] <= 3 and rec["n_workers"] == 3
-    proc, rec = run_cli([*args, "--algorithm", "ofs", "--budget", "5", "--tune", "--passes", "1"], tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert set(rec["tuned_params"]) == {"eta", "lam"} and len(rec["tuning"]) == 15 * 15
-    best = max(r["train_score"] for r in rec["tuning"] if r["train_score"] is not None)
-    assert 1 - rec["metrics"]["train_error"] == pytest.approx(best)
+    for algorithm in ("ofs", "b-arda"):
+        proc, rec = run_cli([*args, "--algorithm", algorithm, "--budget", "5", "--tune", "--passes", "1"], tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert set(rec["tuned_params"]) == {"eta", "lam"} and len(rec["tuning"]) == 15 * 15
+        rows = [r for r in rec["tuning"] if r["train_score"] is not None]
+        best = max((r["train_score"], r["online_accuracy"]) for r in rows)
+        assert 1 - rec["metrics"]["train_error"] == pytest.approx(best[0])
+        chosen = next(r for r in rows if (r["train_score"], r["online_accuracy"]) == best)
+        assert rec["tuned_params"] == {"eta": chosen["eta"], "lam": chosen["lam"]}
     proc, _ = run_cli([*args, "--algorithm", "sofs", "--budget", "5", "--loss", "squared"], tmp_path)
     assert proc.returncode == 2 and "sofs is a classification learner" in proc.stderr
     proc, _ = run_cli([*args, "--algorithm", "b-amd", "--budget", "5", "--param", "eta"], tmp_path)

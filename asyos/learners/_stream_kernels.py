@@ -67,6 +67,13 @@ def dloss1(code, y, u):
 
 
 @jit
+def mistake(y, u):
+    """1 when the prediction ``u`` misclassifies label ``y`` (``u >= 0`` predicts +1), else 0: the
+    online (progressive) error that the ECML'18 code records. Meaningless for regression labels."""
+    return 1 if (u >= 0.0) != (y > 0.0) else 0
+
+
+@jit
 def beats(key_a, rank_a, key_b, rank_b):
     """The total order of every top-B choice: a larger key, or an equal key and a smaller rank."""
     return key_a > key_b or (key_a == key_b and rank_a < rank_b)
@@ -171,7 +178,7 @@ def _arda_score(i, c, sg, h, eta, power):
 @jit
 def barda_rows(sg, sq, h, active, mpos, members, heap, hpos, hkey, ranks, counts, params,
                indptr, indices, data, y, order, margins, given):
-    """``counts = [t, n_members, heap_size, n_updates]``;
+    """``counts = [t, n_members, heap_size, n_updates, n_mistakes]``;
     ``params = [eta, lam, delta, budget, loss, power]``.
 
     State: ``sg = sum g`` and ``sq = sum g^2`` per coordinate, ``h = H = delta + sqrt(sq)``; the kept set
@@ -183,7 +190,7 @@ def barda_rows(sg, sq, h, active, mpos, members, heap, hpos, hkey, ranks, counts
     """
     eta, lam, delta, budget, code = params[0], params[1], params[2], int(params[3]), int(params[4])
     power = int(params[5])
-    t, nmem, hsize, nupd = counts[0], counts[1], counts[2], counts[3]
+    t, nmem, hsize, nupd, miss = counts[0], counts[1], counts[2], counts[3], counts[4]
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
@@ -196,6 +203,7 @@ def barda_rows(sg, sq, h, active, mpos, members, heap, hpos, hkey, ranks, counts
                 i = indices[k]
                 if mpos[i] >= 0:
                     u -= eta * sg[i] / (c_prev + h[i]) * data[k]
+        miss += mistake(y[r], u)
         t += 1
         c = lam * eta * t
         gl = dloss1(code, y[r], u)
@@ -259,14 +267,14 @@ def barda_rows(sg, sq, h, active, mpos, members, heap, hpos, hkey, ranks, counts
             else:
                 weakest, wscore = second, sscore       # the old second; the next one is unknown
                 second, second_known = -1, False
-    counts[0], counts[1], counts[2], counts[3] = t, nmem, hsize, nupd
+    counts[0], counts[1], counts[2], counts[3], counts[4] = t, nmem, hsize, nupd, miss
 
 
 # -- B-AMD (ECML'18 Alg. 2): adaptive mirror descent, keep the B largest H |z| -------------------
 @jit
 def bamd_rows(w, sq, mpos, members, stamp, cand, score, ranks, counts, params,
               indptr, indices, data, y, order, margins, given):
-    """``counts = [t, n_members, n_updates]``; ``params = [eta, lam, delta, budget, loss, power]``.
+    """``counts = [t, n_members, n_updates, n_mistakes]``; ``params = [eta, lam, delta, budget, loss, power]``.
 
     Per row: ``g = lam w + l'(u) x`` (non-zero on the kept set and the row), ``s_i = ||g_{1:t,i}||``,
     ``z = w - eta g / H`` (eq. 3's closed form), then the ``B`` largest ``H_i |z_i|`` among the non-zeros
@@ -274,7 +282,7 @@ def bamd_rows(w, sq, mpos, members, stamp, cand, score, ranks, counts, params,
     """
     eta, lam, delta, budget, code = params[0], params[1], params[2], int(params[3]), int(params[4])
     power = int(params[5])
-    t, nmem, nupd = counts[0], counts[1], counts[2]
+    t, nmem, nupd, miss = counts[0], counts[1], counts[2], counts[3]
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
@@ -284,6 +292,7 @@ def bamd_rows(w, sq, mpos, members, stamp, cand, score, ranks, counts, params,
             u = 0.0
             for k in range(lo, hi):
                 u += w[indices[k]] * data[k]
+        miss += mistake(y[r], u)
         t += 1
         gl = dloss1(code, y[r], u)
         if gl != 0.0:
@@ -331,7 +340,7 @@ def bamd_rows(w, sq, mpos, members, stamp, cand, score, ranks, counts, params,
             members[m] = cand[m]
             mpos[cand[m]] = m
         nmem = n
-    counts[0], counts[1], counts[2] = t, nmem, nupd
+    counts[0], counts[1], counts[2], counts[3] = t, nmem, nupd, miss
 
 
 # -- OFS (Wang et al. 2014, FOFS): margin update, L2-ball projection, keep the B largest |w| ------
@@ -339,7 +348,7 @@ def bamd_rows(w, sq, mpos, members, stamp, cand, score, ranks, counts, params,
 def ofs_rows(v, scale, heap, hpos, hkey, ranks, counts, params,
              indptr, indices, data, y, order, margins, given):
     """``w = scale[0] * v``, ``scale[1] = sum of v^2`` over the kept set (recomputed exactly every
-    ``NORM_REFRESH`` updates); ``counts = [t, n_kept, n_updates]``; ``params = [eta, lam, budget, loss]``.
+    ``NORM_REFRESH`` updates); ``counts = [t, n_kept, n_updates, n_mistakes]``; ``params = [eta, lam, budget, loss]``.
 
     On a step with ``l'(u) != 0`` (for the hinge: a margin violation): ``w <- (1 - lam eta) w -
     eta l'(u) x``, projected onto the ball of radius ``1/sqrt(lam)``, then the ``B`` largest ``|w_i|``
@@ -347,7 +356,7 @@ def ofs_rows(v, scale, heap, hpos, hkey, ranks, counts, params,
     (``hkey = -|v|``, ``ranks = -index``).
     """
     eta, lam, budget, code = params[0], params[1], int(params[2]), int(params[3])
-    t, size, nupd = counts[0], counts[1], counts[2]
+    t, size, nupd, miss = counts[0], counts[1], counts[2], counts[3]
     a, norm2 = scale[0], scale[1]
     shrink = 1.0 - lam * eta
     for jj in range(order.shape[0]):
@@ -360,6 +369,7 @@ def ofs_rows(v, scale, heap, hpos, hkey, ranks, counts, params,
             for k in range(lo, hi):
                 u += v[indices[k]] * data[k]
             u *= a
+        miss += mistake(y[r], u)
         t += 1
         gl = dloss1(code, y[r], u)
         a *= shrink
@@ -408,14 +418,14 @@ def ofs_rows(v, scale, heap, hpos, hkey, ranks, counts, params,
             norm2 *= a * a
             a = 1.0
     scale[0], scale[1] = a, norm2
-    counts[0], counts[1], counts[2] = t, size, nupd
+    counts[0], counts[1], counts[2], counts[3] = t, size, nupd, miss
 
 
 # -- SOFS (Wu et al. 2017): diagonal AROW, keep the B most confident coordinates -----------------
 @jit
 def sofs_rows(mu, sigma, heap, hpos, ranks, counts, params,
               indptr, indices, data, y, order, margins, given):
-    """``counts = [t, n_kept, n_updates]``; ``params = [gamma]``.
+    """``counts = [t, n_kept, n_updates, n_mistakes]``; ``params = [gamma]``.
 
     On a margin violation (``y u < 1``): ``beta = 1 / (x^T Sigma x + gamma)``, ``alpha = (1 - y u) beta``,
     ``mu <- mu + alpha y Sigma x``, ``Sigma^-1 <- Sigma^-1 + x x^T / gamma`` (diagonal); the mean is then
@@ -423,7 +433,7 @@ def sofs_rows(mu, sigma, heap, hpos, ranks, counts, params,
     variance on top (``ranks = -index``: among equal variances the lower index is kept).
     """
     gamma = params[0]
-    t, size, nupd = counts[0], counts[1], counts[2]
+    t, size, nupd, miss = counts[0], counts[1], counts[2], counts[3]
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
@@ -434,6 +444,7 @@ def sofs_rows(mu, sigma, heap, hpos, ranks, counts, params,
             u = 0.0
             for k in range(lo, hi):
                 u += mu[indices[k]] * data[k]
+        miss += mistake(yr, u)
         t += 1
         if yr * u >= 1.0:
             continue
@@ -458,7 +469,7 @@ def sofs_rows(mu, sigma, heap, hpos, ranks, counts, params,
                     mu[top] = 0.0
                 else:
                     mu[i] = 0.0
-    counts[0], counts[1], counts[2] = t, size, nupd
+    counts[0], counts[1], counts[2], counts[3] = t, size, nupd, miss
 
 
 # -- l1-ARDA (Duchi et al. 2011, used as in ECML'18 Sec. 5.3) -----------------------------------
@@ -476,9 +487,9 @@ def l1arda_weight(i, t, sg, sq, eta, lam, delta):
 
 @jit
 def l1arda_rows(sg, sq, counts, params, indptr, indices, data, y, order, margins, given):
-    """``counts = [t, n_updates]``; ``params = [eta, lam, delta, loss]``."""
+    """``counts = [t, n_updates, n_mistakes]``; ``params = [eta, lam, delta, loss]``."""
     eta, lam, delta, code = params[0], params[1], params[2], int(params[3])
-    t, nupd = counts[0], counts[1]
+    t, nupd, miss = counts[0], counts[1], counts[2]
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
@@ -488,6 +499,7 @@ def l1arda_rows(sg, sq, counts, params, indptr, indices, data, y, order, margins
             u = 0.0
             for k in range(lo, hi):
                 u += l1arda_weight(indices[k], t, sg, sq, eta, lam, delta) * data[k]
+        miss += mistake(y[r], u)
         t += 1
         gl = dloss1(code, y[r], u)
         if gl != 0.0:
@@ -496,7 +508,7 @@ def l1arda_rows(sg, sq, counts, params, indptr, indices, data, y, order, margins
                 g = gl * data[k]
                 sg[indices[k]] += g
                 sq[indices[k]] += g * g
-    counts[0], counts[1] = t, nupd
+    counts[0], counts[1], counts[2] = t, nupd, miss
 
 
 # -- proximal steps with lazy shrinkage: Ada-FOBOS (adaptive) and OPG (plain) --------------------
@@ -518,7 +530,7 @@ def lazy_prox(wi, steps, a, b):
 
 @jit
 def prox_rows(w, sq, last, counts, params, indptr, indices, data, y, order, margins, given):
-    """``counts = [t, n_updates]``; ``params = [eta, lam1, lam2, delta, adaptive, loss]``.
+    """``counts = [t, n_updates, n_mistakes]``; ``params = [eta, lam1, lam2, delta, adaptive, loss]``.
 
     Per row: ``w <- prox(w - eta g / H)`` with ``prox = soft(., eta lam1 / H) / (1 + eta lam2 / H)``;
     ``H = delta + sqrt(sum g^2)`` when ``adaptive`` (Ada-FOBOS, ECML'18's baseline) else ``H = 1``
@@ -527,7 +539,7 @@ def prox_rows(w, sq, last, counts, params, indptr, indices, data, y, order, marg
     """
     eta, lam1, lam2, delta = params[0], params[1], params[2], params[3]
     adaptive, code = params[4] != 0.0, int(params[5])
-    t, nupd = counts[0], counts[1]
+    t, nupd, miss = counts[0], counts[1], counts[2]
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
@@ -540,6 +552,7 @@ def prox_rows(w, sq, last, counts, params, indptr, indices, data, y, order, marg
             u += w[i] * data[k]
         if given:
             u = margins[jj]
+        miss += mistake(y[r], u)
         t += 1
         gl = dloss1(code, y[r], u)
         if gl != 0.0:
@@ -554,7 +567,7 @@ def prox_rows(w, sq, last, counts, params, indptr, indices, data, y, order, marg
                 h = 1.0
             w[i] = lazy_prox(w[i] - eta * g / h, 1, eta * lam1 / h, eta * lam2 / h)
             last[i] = t
-    counts[0], counts[1] = t, nupd
+    counts[0], counts[1], counts[2] = t, nupd, miss
 
 
 @jit
@@ -583,9 +596,9 @@ def rda_weight(i, t, sg, lam1, lam2, gamma):
 
 @jit
 def rda_rows(sg, counts, params, indptr, indices, data, y, order, margins, given):
-    """``counts = [t, n_updates]``; ``params = [lam1, lam2, gamma, loss]``."""
+    """``counts = [t, n_updates, n_mistakes]``; ``params = [lam1, lam2, gamma, loss]``."""
     lam1, lam2, gamma, code = params[0], params[1], params[2], int(params[3])
-    t, nupd = counts[0], counts[1]
+    t, nupd, miss = counts[0], counts[1], counts[2]
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
@@ -595,13 +608,14 @@ def rda_rows(sg, counts, params, indptr, indices, data, y, order, margins, given
             u = 0.0
             for k in range(lo, hi):
                 u += rda_weight(indices[k], t, sg, lam1, lam2, gamma) * data[k]
+        miss += mistake(y[r], u)
         t += 1
         gl = dloss1(code, y[r], u)
         if gl != 0.0:
             nupd += 1
             for k in range(lo, hi):
                 sg[indices[k]] += gl * data[k]
-    counts[0], counts[1] = t, nupd
+    counts[0], counts[1], counts[2] = t, nupd, miss
 
 
 # -- mini-batch helpers of SFSA / TSGD (O(nnz) on the raw CSR arrays) ------------------------------
@@ -617,8 +631,9 @@ def batch_moments(indptr, indices, data, rows, sum_x, sum_x2):
 @jit
 def batch_dloss(code, indptr, indices, data, y, rows, point, margins, given, out):
     """``out[j] = l'(u_j)`` for the batch's rows, ``u = x.point`` (or ``margins`` when ``given``);
-    returns whether any is non-zero."""
+    returns whether any is non-zero, and the number of mistakes."""
     any_nonzero = False
+    miss = 0
     for j in range(rows.shape[0]):
         r = rows[j]
         if given:
@@ -628,9 +643,10 @@ def batch_dloss(code, indptr, indices, data, y, rows, point, margins, given, out
             for k in range(indptr[r], indptr[r + 1]):
                 u += point[indices[k]] * data[k]
         out[j] = dloss1(code, y[r], u)
+        miss += mistake(y[r], u)
         if out[j] != 0.0:
             any_nonzero = True
-    return any_nonzero
+    return any_nonzero, miss
 
 
 @jit

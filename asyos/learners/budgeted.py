@@ -8,7 +8,7 @@ Both keep ``H_t = delta I + diag(s_t)`` with ``s_{t,i} = ||g_{1:t,i}||_2`` and `
   feeds back into the state, so a truncated coordinate returns when its score recovers;
 * step ``mirror-descent`` (AMD, Alg. 2 eq. 3): ``z_{t+1} = w_t - eta H_t^{-1} g_t`` with
   ``g_t = lam w_t + l'(u_t) x_t``, and ``w_{t+1}`` is the truncated ``z_{t+1}``;
-* score ``quadratic`` keeps the ``B`` largest ``H_ii z_i^2`` (eq. 2, B-ARDA's), ``linear`` the
+* truncation ``quadratic`` keeps the ``B`` largest ``H_ii z_i^2`` (eq. 2, B-ARDA's), ``linear`` the
   ``B`` largest ``H_ii |z_i|`` (eq. 4, B-AMD's).
 
 As in the authors' code, B-ARDA accumulates ``sum g`` and ``s`` only on steps whose loss gradient is
@@ -37,8 +37,8 @@ class AdaptiveTruncation(SampleStreamLearner):
     budget : int
         ``B``: ``||w||_0 <= B`` after every sample.
     step : {"dual-averaging", "mirror-descent"}
-    score : {"quadratic", "linear"}
-        Truncation score ``H z^2`` or ``H |z|``.
+    truncation : {"quadratic", "linear"}
+        The truncation score: ``H z^2`` or ``H |z|``.
     eta, lam, delta : float
         Step size, l2 weight of ``phi = lam/2 ||w||^2``, and AdaGrad's ``delta``.
     loss : {"squared_hinge", "hinge", "logistic", "squared"}
@@ -50,11 +50,11 @@ class AdaptiveTruncation(SampleStreamLearner):
         Seed of the pass orders.
     """
 
-    def __init__(self, budget=10, step="dual-averaging", score="quadratic", eta=0.1, lam=1e-4, delta=1e-2,
+    def __init__(self, budget=10, step="dual-averaging", truncation="quadratic", eta=0.1, lam=1e-4, delta=1e-2,
                  loss="squared_hinge", passes="auto", scale="maxabs", random_state=0):
         self.budget = budget
         self.step = step
-        self.score = score
+        self.truncation = truncation
         self.eta = eta
         self.lam = lam
         self.delta = delta
@@ -66,23 +66,23 @@ class AdaptiveTruncation(SampleStreamLearner):
     def _check_params(self, n_features):
         if self.step not in STEPS:
             raise InputError(f"unknown step {self.step!r}; choose one of: {', '.join(STEPS)}")
-        if self.score not in SCORES:
-            raise InputError(f"unknown score {self.score!r}; choose one of: {', '.join(SCORES)}")
+        if self.truncation not in SCORES:
+            raise InputError(f"unknown truncation {self.truncation!r}; choose one of: {', '.join(SCORES)}")
         check_rate(self.eta, "eta")
         check_rate(self.lam, "lam", allow_zero=True)
         check_rate(self.delta, "delta")
 
     def _new_state(self, p, code):
-        params = np.array([self.eta, self.lam, self.delta, self.budget, code, SCORES[self.score]], dtype=float)
+        params = np.array([self.eta, self.lam, self.delta, self.budget, code, SCORES[self.truncation]], dtype=float)
         common = dict(sq=np.zeros(p), mpos=np.full(p, -1, dtype=np.int64),
                       members=np.zeros(self.budget, dtype=np.int64), ranks=np.arange(p, dtype=np.int64),
                       params=params)
         if self.step == "dual-averaging":
             return StreamState(sg=np.zeros(p), h=np.full(p, float(self.delta)), active=np.zeros(p, dtype=np.bool_),
                                heap=np.zeros(p, dtype=np.int64), hpos=np.full(p, -1, dtype=np.int64),
-                               hkey=np.zeros(p), counts=np.zeros(4, dtype=np.int64), **common)
+                               hkey=np.zeros(p), counts=np.zeros(5, dtype=np.int64), **common)
         return StreamState(w=np.zeros(p), stamp=np.zeros(p, dtype=np.int64), cand=np.zeros(p, dtype=np.int64),
-                           scores=np.zeros(p), counts=np.zeros(3, dtype=np.int64), **common)
+                           scores=np.zeros(p), counts=np.zeros(4, dtype=np.int64), **common)
 
     def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
         given = margins is not None
@@ -113,9 +113,9 @@ class BudgetedARDA(AdaptiveTruncation):
 
     algorithm_name = "b-arda"
 
-    def __init__(self, budget=10, step="dual-averaging", score="quadratic", eta=0.03, lam=1e-4, delta=1e-2,
+    def __init__(self, budget=10, step="dual-averaging", truncation="quadratic", eta=0.03, lam=1e-4, delta=1e-2,
                  loss="squared_hinge", passes="auto", scale="maxabs", random_state=0):
-        super().__init__(budget=budget, step=step, score=score, eta=eta, lam=lam, delta=delta, loss=loss,
+        super().__init__(budget=budget, step=step, truncation=truncation, eta=eta, lam=lam, delta=delta, loss=loss,
                          passes=passes, scale=scale, random_state=random_state)
 
 
@@ -124,7 +124,7 @@ class BudgetedAMD(AdaptiveTruncation):
 
     algorithm_name = "b-amd"
 
-    def __init__(self, budget=10, step="mirror-descent", score="linear", eta=0.1, lam=1e-4, delta=1e-2,
+    def __init__(self, budget=10, step="mirror-descent", truncation="linear", eta=0.1, lam=1e-4, delta=1e-2,
                  loss="squared_hinge", passes="auto", scale="maxabs", random_state=0):
-        super().__init__(budget=budget, step=step, score=score, eta=eta, lam=lam, delta=delta, loss=loss,
+        super().__init__(budget=budget, step=step, truncation=truncation, eta=eta, lam=lam, delta=delta, loss=loss,
                          passes=passes, scale=scale, random_state=random_state)

@@ -126,7 +126,7 @@ class L1ARDA(L1Learner):
         check_rate(self.delta, "delta")
 
     def _new_state(self, p, code):
-        return StreamState(sg=np.zeros(p), sq=np.zeros(p), counts=np.zeros(2, dtype=np.int64),
+        return StreamState(sg=np.zeros(p), sq=np.zeros(p), counts=np.zeros(3, dtype=np.int64),
                            params=np.array([self.eta, self._lam_value(), self.delta, code], dtype=float))
 
     def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
@@ -148,7 +148,7 @@ class _Proximal(L1Learner):
     def _new_state(self, p, code):
         delta = getattr(self, "delta", 1.0)
         return StreamState(w=np.zeros(p), sq=np.zeros(p), last=np.zeros(p, dtype=np.int64),
-                           counts=np.zeros(2, dtype=np.int64),
+                           counts=np.zeros(3, dtype=np.int64),
                            params=np.array([self.eta, self._lam_value(), self.lam2, delta, float(self.adaptive),
                                             code], dtype=float))
 
@@ -235,7 +235,7 @@ class RDA(L1Learner):
         check_rate(self.lam2, "lam2", allow_zero=True)
 
     def _new_state(self, p, code):
-        return StreamState(sg=np.zeros(p), counts=np.zeros(2, dtype=np.int64),
+        return StreamState(sg=np.zeros(p), counts=np.zeros(3, dtype=np.int64),
                            params=np.array([self._lam_value(), self.lam2, self.gamma, code], dtype=float))
 
     def _run_rows(self, s, indptr, indices, data, y, order, margins=None):

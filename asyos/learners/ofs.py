@@ -44,7 +44,7 @@ class OFS(SampleStreamLearner):
     def _new_state(self, p, code):
         return StreamState(v=np.zeros(p), scale=np.array([1.0, 0.0]), heap=np.zeros(self.budget, dtype=np.int64),
                            hpos=np.full(p, -1, dtype=np.int64), hkey=np.zeros(p),
-                           ranks=-np.arange(p, dtype=np.int64), counts=np.zeros(3, dtype=np.int64),
+                           ranks=-np.arange(p, dtype=np.int64), counts=np.zeros(4, dtype=np.int64),
                            params=np.array([self.eta, self.lam, self.budget, code], dtype=float))
 
     def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
@@ -88,7 +88,7 @@ class SOFS(SampleStreamLearner):
         hpos[heap] = np.arange(self.budget)
         return StreamState(mu=np.zeros(p), sigma=np.ones(p), heap=heap, hpos=hpos,
                            ranks=-np.arange(p, dtype=np.int64),
-                           counts=np.array([0, self.budget, 0], dtype=np.int64),
+                           counts=np.array([0, self.budget, 0, 0], dtype=np.int64),
                            params=np.array([self.gamma], dtype=float))
 
     def _run_rows(self, s, indptr, indices, data, y, order, margins=None):

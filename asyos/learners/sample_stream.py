@@ -18,7 +18,10 @@ unbounded features (Gaussian, say) the largest value grows with ``n``, and with 
 there, standardize the data or use ``scale=None`` with a step chosen for the data.
 
 Fitted attributes (read from the learner's state when asked): ``coef_``, ``support_``,
-``n_features_in_``, ``n_samples_seen_``, ``n_updates_`` (steps that changed the model), ``scale_``.
+``n_features_in_``, ``n_samples_seen_``, ``n_updates_`` (steps that changed the model), ``scale_``,
+and for classification ``online_accuracy_`` (each sample predicted before it was learned from; by
+the iterate, which for SFSA before maturity and TSGD with ``truncate="end"`` holds more than ``k``
+features).
 Learners that are budgeted (all but the l1 family) satisfy ``||w||_0 <= budget`` after every step.
 """
 from __future__ import annotations
@@ -220,7 +223,16 @@ class SampleStreamLearner(BudgetedSelector):
     @property
     def n_updates_(self):
         self._check_fitted()
-        return int(self._state.counts[-1])
+        return int(self._state.counts[-2])
+
+    @property
+    def online_accuracy_(self):
+        """Classification: the fraction of samples predicted right *before* learning from them (the
+        progressive accuracy the ECML'18 code reports), over everything seen so far."""
+        self._check_fitted()
+        if stream_loss(self.loss)[0].task != "classification":
+            raise AttributeError("online_accuracy_ is defined for classification")
+        return 1.0 - int(self._state.counts[-1]) / max(int(self._state.counts[0]), 1)
 
     def decision_function(self, X):
         X = self._check_X(X)

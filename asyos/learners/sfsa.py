@@ -47,7 +47,7 @@ class _MiniBatchThresholding(SampleStreamLearner):
     def _new_state(self, p, code):
         return StreamState(beta=np.zeros(p), active=np.ones(p, dtype=bool), velocity=np.zeros(p),
                            second=np.zeros(p), sum_x=np.zeros(p), sum_x2=np.zeros(p), code=code,
-                           horizon=None, counts=np.zeros(3, dtype=np.int64))   # [samples, batches, updates]
+                           horizon=None, counts=np.zeros(4, dtype=np.int64))   # [samples, batches, updates, mistakes]
 
     def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
         if s.horizon is None:
@@ -68,7 +68,10 @@ class _MiniBatchThresholding(SampleStreamLearner):
         """The mini-batch's mean loss gradient at ``point`` plus ``lam point``, on the active features."""
         indptr, indices, data, y, rows, margins, dl = batch
         given = margins is not None
-        if K.batch_dloss(s.code, indptr, indices, data, y, rows, point, margins if given else dl, given, dl):
+        changed, mistakes = K.batch_dloss(s.code, indptr, indices, data, y, rows, point,
+                                          margins if given else dl, given, dl)
+        s.counts[3] += mistakes                     # (with Nesterov: at the look-ahead point)
+        if changed:
             s.counts[2] += 1
         g = self.lam * point
         K.batch_gradient(indptr, indices, data, rows, dl, 1.0 / rows.shape[0], g)
