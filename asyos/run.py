@@ -76,7 +76,8 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--tune", action="store_true", help="choose eta, lam (1/gamma for SOFS) from {1e-1, 1e-1.5, "
                                                        "..., 1e-8} on training accuracy (ECML'18), then fit")
     g = p.add_argument_group("parallel execution")
-    g.add_argument("--simulate", action="store_true", help="run Asy-OS in the staleness simulator")
+    g.add_argument("--simulate", action="store_true", help="run Asy-OS, or a sample-stream learner as data-parallel "
+                                                           "workers, in the staleness simulator")
     g.add_argument("--workers", type=int, help="simulated workers (default 4)")
     g.add_argument("--max-staleness", type=int, help="bound tau: simulator default = workers; MPI default "
                                                      "unbounded (measured only)")
@@ -165,7 +166,8 @@ def run_local(config) -> int:
             estimator = AsyncSampleStream(estimator, n_workers=config.workers or DEFAULT_SIMULATED_WORKERS,
                                           max_staleness=config.max_staleness, policy=config.staleness_policy,
                                           schedule=config.schedule, random_state=config.seed)
-        estimator.fit(data.X, data.y)
+        if simulated or not config.tune:            # grid_search leaves the best point fitted
+            estimator.fit(data.X, data.y)
     t2 = time.perf_counter()
     notes = report_warnings(caught)
 
@@ -177,7 +179,8 @@ def run_local(config) -> int:
     extra["raw_coef"] = estimator.raw_coef_[support]
     if getattr(estimator, "trace_", None):
         extra["trace"] = estimator.trace_
-    for name in ("step_size_", "lipschitz_", "n_steps_", "n_iter_", "n_samples_seen_", "n_updates_", "lam_"):
+    for name in ("step_size_", "lipschitz_", "n_steps_", "n_iter_", "n_samples_seen_", "n_updates_", "lam_",
+                 "online_accuracy_"):
         if hasattr(estimator, name):
             extra[name.rstrip("_")] = getattr(estimator, name)
     if simulated:

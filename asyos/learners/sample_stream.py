@@ -67,8 +67,9 @@ def rows_of(X):
 
 
 class SampleStreamLearner(BudgetedSelector):
-    """Base class; subclasses set ``_state_class`` behaviour through ``_new_state``, ``_run_rows``
-    and ``_weights`` (the current ``w`` in the scaled space, a dense copy)."""
+    """Base class. A subclass provides ``_new_state`` (its arrays and counters, a ``StreamState``),
+    ``_run_rows`` (its row loop over ``order``, with optional given margins) and ``_weights`` (the
+    current ``w`` in the scaled space, a dense copy)."""
 
     tasks = ("regression", "classification")
     budgeted_every_step = True
