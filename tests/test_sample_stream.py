@@ -13,7 +13,7 @@ import scipy.sparse as sp
 
 from asyos.distributed.stream_simulator import AsyncSampleStream, worker_streams
 from asyos.errors import InputError
-from asyos.learners.budgeted import BudgetedAMD, BudgetedARDA
+from asyos.learners.budgeted import AdaptiveTruncation, BudgetedAMD, BudgetedARDA
 from asyos.learners.l1 import L1ARDA, OPG, RDA, AdaFOBOS
 from asyos.learners.ofs import OFS, SOFS
 from asyos.learners.sample_stream import all_stream_learners
@@ -46,7 +46,7 @@ def orders(n, passes=PASSES, seed=SEED):
     return np.concatenate([rng.permutation(n) for _ in range(passes)])
 
 
-def barda(X, y, order, B, eta, lam, delta, loss):
+def barda(X, y, order, B, eta, lam, delta, loss, power=2):
     d = X.shape[1]
     sg, sq, w, touched = np.zeros(d), np.zeros(d), np.zeros(d), np.zeros(d, bool)
     for t, r in enumerate(order, start=1):
@@ -58,13 +58,13 @@ def barda(X, y, order, B, eta, lam, delta, loss):
             touched |= x != 0
         H = delta + np.sqrt(sq)
         z = -eta * sg / (lam * eta * t + H)                           # ECML'18 eq. 1
-        keep = top(H * z ** 2, B, touched)                            # eq. 2
+        keep = top(H * np.abs(z) ** power, B, touched)                # eq. 2 (power 2)
         w = np.zeros(d)
         w[keep] = z[keep]
     return w
 
 
-def bamd(X, y, order, B, eta, lam, delta, loss):
+def bamd(X, y, order, B, eta, lam, delta, loss, power=1):
     d = X.shape[1]
     sq, w = np.zeros(d), np.zeros(d)
     for r in order:
@@ -75,7 +75,7 @@ def bamd(X, y, order, B, eta, lam, delta, loss):
         z = w - eta * g / H                                           # eq. 3
         w = z
         if np.count_nonzero(z) > B:                                   # eq. 4
-            keep = top(H * np.abs(z), B, z != 0)
+            keep = top(H * np.abs(z) ** power, B, z != 0)
             w = np.zeros(d)
             w[keep] = z[keep]
     return w
@@ -229,6 +229,16 @@ def test_row_loops_equal_the_dense_transcriptions(name, make, oracle, loss, B, l
     if name in ("b-arda", "b-amd", "ofs"):
         assert np.count_nonzero(expected) <= B
         np.testing.assert_array_equal(model.support_, np.flatnonzero(expected))
+
+
+@pytest.mark.parametrize("step,oracle", [("dual-averaging", barda), ("mirror-descent", bamd)])
+@pytest.mark.parametrize("truncation,power", [("quadratic", 2), ("linear", 1)])
+def test_the_adagrad_core_takes_any_step_with_any_score(step, oracle, truncation, power, data):
+    X, y, _ = data
+    model = AdaptiveTruncation(budget=5, step=step, truncation=truncation, eta=0.5, lam=0.05, passes=PASSES,
+                               scale=None, random_state=SEED).fit(X, y)
+    expected = oracle(X, y, orders(X.shape[0]), 5, 0.5, 0.05, 1e-2, "squared_hinge", power=power)
+    np.testing.assert_allclose(model.coef_, expected, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("lam", [0.0, 0.2, 5.0])
