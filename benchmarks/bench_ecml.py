@@ -67,8 +67,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-from asyos.benchmarking.common import (Run, choose_profile, fmt, mean_std, parser, plot, print_table,
-                                       usable_cores)
+from asyos.benchmarking.common import (Run, choose_profile, datasets_dir, fmt, mean_std, parser, plot,
+                                       print_table, sparse_stand_in, usable_cores)
 
 from asyos.errors import InputError
 from asyos.learners.budgeted import BudgetedAMD, BudgetedARDA
@@ -76,8 +76,7 @@ from asyos.learners.l1 import L1ARDA, AdaFOBOS
 from asyos.learners.ofs import OFS, SOFS
 from asyos.learners.tuning import ECML_GRID, tuning_grid
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_DATA_DIR = os.path.normpath(os.path.join(REPO, "..", "shared", "datasets"))
+STAND_IN = "stand-in"
 DATASETS = ("arcene", "dexter", "basehock", "pcmac", "farm_ads")
 DENSE = {"arcene": "arcene/arcene.npz"}
 
@@ -133,8 +132,8 @@ def grid_text(exponents):
 def main():
     p = parser(__doc__.splitlines()[0], prog="bench_ecml.py")
     p.add_argument("--datasets", help=f"comma-separated subset of {','.join(DATASETS)} (default: the profile's)")
-    p.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
-                   help=f"directory of the shared datasets (default {DEFAULT_DATA_DIR})")
+    p.add_argument("--data-dir", help="directory of the shared datasets (default: $ASYOS_DATASETS, else "
+                                      "../shared/datasets next to the repository)")
     p.add_argument("--jobs", type=int, default=usable_cores(),
                    help="fits run at once in threads (the row loops release the GIL; default: usable cores)")
     args = p.parse_args()
@@ -146,8 +145,16 @@ def main():
             raise SystemExit(f"--datasets: unknown {', '.join(unknown) or '(none given)'}; "
                              f"choose from {', '.join(DATASETS)}")
         profile["datasets"] = names
-    data_dir = check_data_dir(args.data_dir, profile["datasets"])
+    data_dir = datasets_dir(args.data_dir)
+    problem = missing_data(data_dir, profile["datasets"])
+    if problem and not args.quick:
+        raise SystemExit(problem)
+    if problem:                      # --quick on a machine without the data: exercise the code on a stand-in
+        print(f"NOTE: {problem}; the quick profile runs on a synthetic sparse stand-in instead "
+              f"(asyos.benchmarking.common.sparse_stand_in): its figures say nothing about the paper's data\n")
+        profile["datasets"] = [STAND_IN]
     profile["data_dir"] = data_dir
+    profile["data_source"] = "synthetic stand-in" if problem else "real"
     profile["jobs"] = max(1, args.jobs)
     profile["reductions"] = reductions(profile)
     run = Run("ecml", args, profile)
@@ -175,20 +182,22 @@ def main():
 
 
 # -- data -------------------------------------------------------------------------------------------
-def check_data_dir(path, names):
-    path = os.path.abspath(path)
+def missing_data(path, names):
+    """Why the data sets cannot be read from ``path`` (``None`` when they can)."""
     if not os.path.isdir(path):
-        raise SystemExit(f"data directory not found: {path}\n(the shared datasets are expected at ../shared/datasets "
-                         f"next to the repository root; pass --data-dir DIR)")
+        return (f"data directory not found: {path} (the shared datasets are expected at ../shared/datasets "
+                f"next to the repository root; pass --data-dir DIR or set ASYOS_DATASETS)")
     missing = [n for n in names if not os.path.exists(os.path.join(path, DENSE.get(n, f"{n}/X_train.npz")))]
     if missing:
-        raise SystemExit(f"data directory {path} lacks {', '.join(missing)} (see its README.md)")
-    return path
+        return f"data directory {path} lacks {', '.join(missing)} (see its README.md)"
+    return None
 
 
 def load(data_dir, name):
     """``(X_train, y_train, X_test, y_test)``: canonical float64 CSR and float labels in {-1, +1}."""
-    if name in DENSE:
+    if name == STAND_IN:
+        X, y, Xt, yt = sparse_stand_in()
+    elif name in DENSE:
         with np.load(os.path.join(data_dir, DENSE[name])) as z:
             X, y, Xt, yt = (z[k] for k in ("X_train", "y_train", "X_test", "y_test"))
         X, Xt = X.astype(np.float64), Xt.astype(np.float64)    # int16 products would overflow

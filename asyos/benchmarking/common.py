@@ -130,5 +130,36 @@ def run_asyos(args, ranks=None, timeout=900):
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
+def datasets_dir(given=None) -> str:
+    """Where the real data sets are: ``given`` (``--data-dir``), else ``$ASYOS_DATASETS``, else
+    ``../shared/datasets`` next to the repository."""
+    if given:
+        return os.path.abspath(given)
+    if os.environ.get("ASYOS_DATASETS"):
+        return os.path.abspath(os.environ["ASYOS_DATASETS"])
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.path.join(os.path.dirname(repo), "shared", "datasets")
+
+
+def sparse_stand_in(name="stand-in", n_train=300, n_test=300, n_features=2000, nnz_per_row=40, n_true=20,
+                    seed=0):
+    """A small sparse classification problem shaped like the text data sets, for a ``--quick`` run on a
+    machine without them: non-negative counts, labels of a sparse linear model with 10% flipped.
+    Returns ``(X_train, y_train, X_test, y_test)`` (CSR float64, labels in {-1, +1})."""
+    import numpy as np
+    import scipy.sparse as sp
+    rng = np.random.default_rng(seed)
+    n = n_train + n_test
+    cols = np.concatenate([np.sort(rng.choice(n_features, nnz_per_row, replace=False)) for _ in range(n)])
+    X = sp.csr_matrix((rng.poisson(2.0, n * nnz_per_row) + 1.0, cols, np.arange(0, n * nnz_per_row + 1,
+                                                                                 nnz_per_row)),
+                      shape=(n, n_features))
+    w = np.zeros(n_features)
+    w[rng.choice(n_features, n_true, replace=False)] = rng.normal(size=n_true)
+    y = np.where(X @ w - np.median(X @ w) >= 0, 1.0, -1.0)
+    y[rng.random(n) < 0.1] *= -1
+    return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
+
+
 def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
