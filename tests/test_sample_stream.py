@@ -492,7 +492,7 @@ def test_cli_runs_a_learner_simulated_and_tuned(tmp_path):
         assert set(rec["tuned_params"]) == {"eta", "lam"} and len(rec["tuning"]) == 15 * 15
         rows = [r for r in rec["tuning"] if r["train_score"] is not None]
         best = max((r["train_score"], r["online_accuracy"]) for r in rows)
-        assert 1 - rec["metrics"]["train_error"] == pytest.approx(best[0])
+        assert rec["metrics"]["train_error"] == pytest.approx(1 - best[0])
         chosen = next(r for r in rows if (r["train_score"], r["online_accuracy"]) == best)
         assert rec["tuned_params"] == {"eta": chosen["eta"], "lam": chosen["lam"]}
     proc, _ = run_cli([*args, "--algorithm", "sofs", "--budget", "5", "--loss", "squared"], tmp_path)
