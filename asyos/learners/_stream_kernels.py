@@ -74,6 +74,15 @@ def mistake(y, u):
 
 
 @jit
+def row_dot(w, indptr, indices, data, r):
+    """``w . x_r`` over the row's non-zeros."""
+    u = 0.0
+    for k in range(indptr[r], indptr[r + 1]):
+        u += w[indices[k]] * data[k]
+    return u
+
+
+@jit
 def beats(key_a, rank_a, key_b, rank_b):
     """The total order of every top-B choice: a larger key, or an equal key and a smaller rank."""
     return key_a > key_b or (key_a == key_b and rank_a < rank_b)
@@ -286,12 +295,7 @@ def bamd_rows(w, sq, mpos, members, stamp, cand, score, ranks, counts, params,
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
-        if given:
-            u = margins[jj]
-        else:
-            u = 0.0
-            for k in range(lo, hi):
-                u += w[indices[k]] * data[k]
+        u = margins[jj] if given else row_dot(w, indptr, indices, data, r)
         miss += mistake(y[r], u)
         t += 1
         gl = dloss1(code, y[r], u)
@@ -362,13 +366,7 @@ def ofs_rows(v, scale, heap, hpos, hkey, ranks, counts, params,
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
-        if given:
-            u = margins[jj]
-        else:
-            u = 0.0
-            for k in range(lo, hi):
-                u += v[indices[k]] * data[k]
-            u *= a
+        u = margins[jj] if given else a * row_dot(v, indptr, indices, data, r)
         miss += mistake(y[r], u)
         t += 1
         gl = dloss1(code, y[r], u)
@@ -438,12 +436,7 @@ def sofs_rows(mu, sigma, heap, hpos, ranks, counts, params,
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
         yr = y[r]
-        if given:
-            u = margins[jj]
-        else:
-            u = 0.0
-            for k in range(lo, hi):
-                u += mu[indices[k]] * data[k]
+        u = margins[jj] if given else row_dot(mu, indptr, indices, data, r)
         miss += mistake(yr, u)
         t += 1
         if yr * u >= 1.0:
@@ -636,12 +629,7 @@ def batch_dloss(code, indptr, indices, data, y, rows, point, margins, given, out
     miss = 0
     for j in range(rows.shape[0]):
         r = rows[j]
-        if given:
-            u = margins[j]
-        else:
-            u = 0.0
-            for k in range(indptr[r], indptr[r + 1]):
-                u += point[indices[k]] * data[k]
+        u = margins[j] if given else row_dot(point, indptr, indices, data, r)
         out[j] = dloss1(code, y[r], u)
         miss += mistake(y[r], u)
         if out[j] != 0.0:

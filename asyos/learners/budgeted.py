@@ -23,10 +23,10 @@ import numpy as np
 
 from ..errors import InputError
 from . import _stream_kernels as K
-from .sample_stream import SampleStreamLearner, StreamState, check_rate
+from .sample_stream import SampleStreamLearner, StreamState, check_rate, margins_arg
 
 STEPS = ("dual-averaging", "mirror-descent")
-SCORES = {"quadratic": 2, "linear": 1}
+TRUNCATIONS = {"quadratic": 2, "linear": 1}
 
 
 class AdaptiveTruncation(SampleStreamLearner):
@@ -66,14 +66,14 @@ class AdaptiveTruncation(SampleStreamLearner):
     def _check_params(self, n_features):
         if self.step not in STEPS:
             raise InputError(f"unknown step {self.step!r}; choose one of: {', '.join(STEPS)}")
-        if self.truncation not in SCORES:
-            raise InputError(f"unknown truncation {self.truncation!r}; choose one of: {', '.join(SCORES)}")
+        if self.truncation not in TRUNCATIONS:
+            raise InputError(f"unknown truncation {self.truncation!r}; choose one of: {', '.join(TRUNCATIONS)}")
         check_rate(self.eta, "eta")
         check_rate(self.lam, "lam", allow_zero=True)
         check_rate(self.delta, "delta")
 
     def _new_state(self, p, code):
-        params = np.array([self.eta, self.lam, self.delta, self.budget, code, SCORES[self.truncation]], dtype=float)
+        params = np.array([self.eta, self.lam, self.delta, self.budget, code, TRUNCATIONS[self.truncation]], dtype=float)
         common = dict(sq=np.zeros(p), mpos=np.full(p, -1, dtype=np.int64),
                       members=np.zeros(self.budget, dtype=np.int64), ranks=np.arange(p, dtype=np.int64),
                       params=params)
@@ -85,8 +85,7 @@ class AdaptiveTruncation(SampleStreamLearner):
                            scores=np.zeros(p), counts=np.zeros(4, dtype=np.int64), **common)
 
     def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
-        given = margins is not None
-        margins = margins if given else np.empty(0)
+        margins, given = margins_arg(margins)
         if self.step == "dual-averaging":
             K.barda_rows(s.sg, s.sq, s.h, s.active, s.mpos, s.members, s.heap, s.hpos, s.hkey, s.ranks, s.counts,
                          s.params, indptr, indices, data, y, order, margins, given)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import DivergenceError, InputError
 from . import _stream_kernels as K
-from .sample_stream import SampleStreamLearner, StreamState, check_rate
+from .sample_stream import SampleStreamLearner, StreamState, check_rate, margins_arg
 
 SEARCH_STEPS = 30
 SEARCH_PRECISION = 1e-4       # stop when the bracket [lo, hi] has hi / lo < 1 + this
@@ -130,9 +130,9 @@ class L1ARDA(L1Learner):
                            params=np.array([self.eta, self._lam_value(), self.delta, code], dtype=float))
 
     def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
-        given = margins is not None
+        margins, given = margins_arg(margins)
         K.l1arda_rows(s.sg, s.sq, s.counts, s.params, indptr, indices, data, y, order,
-                      margins if given else np.empty(0), given)
+                      margins, given)
 
     def _weights(self, s):
         t = s.counts[0]
@@ -153,9 +153,9 @@ class _Proximal(L1Learner):
                                             code], dtype=float))
 
     def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
-        given = margins is not None
+        margins, given = margins_arg(margins)
         K.prox_rows(s.w, s.sq, s.last, s.counts, s.params, indptr, indices, data, y, order,
-                    margins if given else np.empty(0), given)
+                    margins, given)
 
     def _weights(self, s):
         K.prox_settle(s.w, s.sq, s.last, s.counts[0], s.params)
@@ -239,9 +239,9 @@ class RDA(L1Learner):
                            params=np.array([self._lam_value(), self.lam2, self.gamma, code], dtype=float))
 
     def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
-        given = margins is not None
+        margins, given = margins_arg(margins)
         K.rda_rows(s.sg, s.counts, s.params, indptr, indices, data, y, order,
-                   margins if given else np.empty(0), given)
+                   margins, given)
 
     def _weights(self, s):
         t = s.counts[0]

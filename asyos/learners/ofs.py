@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _stream_kernels as K
-from .sample_stream import SampleStreamLearner, StreamState, check_rate
+from .sample_stream import SampleStreamLearner, StreamState, check_rate, margins_arg
 
 
 class OFS(SampleStreamLearner):
@@ -48,9 +48,9 @@ class OFS(SampleStreamLearner):
                            params=np.array([self.eta, self.lam, self.budget, code], dtype=float))
 
     def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
-        given = margins is not None
+        margins, given = margins_arg(margins)
         K.ofs_rows(s.v, s.scale, s.heap, s.hpos, s.hkey, s.ranks, s.counts, s.params, indptr, indices, data, y,
-                   order, margins if given else np.empty(0), given)
+                   order, margins, given)
 
     def _weights(self, s):
         return s.v * s.scale[0]
@@ -92,9 +92,9 @@ class SOFS(SampleStreamLearner):
                            params=np.array([self.gamma], dtype=float))
 
     def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
-        given = margins is not None
+        margins, given = margins_arg(margins)
         K.sofs_rows(s.mu, s.sigma, s.heap, s.hpos, s.ranks, s.counts, s.params, indptr, indices, data, y,
-                    order, margins if given else np.empty(0), given)
+                    order, margins, given)
 
     def _weights(self, s):
         return s.mu.copy()

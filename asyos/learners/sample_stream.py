@@ -61,6 +61,11 @@ def as_csr(X, where="X"):
     return X
 
 
+def margins_arg(margins):
+    """``(margins, given)`` as the row loops take them: ``None`` means "compute each prediction"."""
+    return (np.empty(0), False) if margins is None else (margins, True)
+
+
 def rows_of(X):
     """The CSR arrays a row loop reads."""
     return X.indptr.astype(np.int64, copy=False), X.indices.astype(np.int64, copy=False), X.data

@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..truncation import annealing_schedule, keep_top_k
 from . import _stream_kernels as K
 from .base import check_positive_int
-from .sample_stream import SampleStreamLearner, StreamState, check_rate
+from .sample_stream import SampleStreamLearner, StreamState, check_rate, margins_arg
 
 METHODS = ("sgd", "nesterov", "adam")
 TRUNCATIONS = ("end", "every")
@@ -67,9 +67,9 @@ class _MiniBatchThresholding(SampleStreamLearner):
     def _gradient(self, s, batch, point):
         """The mini-batch's mean loss gradient at ``point`` plus ``lam point``, on the active features."""
         indptr, indices, data, y, rows, margins, dl = batch
-        given = margins is not None
+        margins, given = margins_arg(margins)
         changed, mistakes = K.batch_dloss(s.code, indptr, indices, data, y, rows, point,
-                                          margins if given else dl, given, dl)
+                                          margins, given, dl)
         s.counts[3] += mistakes                     # (with Nesterov: at the look-ahead point)
         if changed:
             s.counts[2] += 1
