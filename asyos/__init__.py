@@ -5,6 +5,7 @@ Public API (imported on first use, so that ``import asyos`` stays light)::
     from asyos import OnlineSubstitution, AsyncOnlineSubstitution, ProjectedGradient, LassoToBudget
     from asyos import BudgetedARDA, BudgetedAMD, OFS, SOFS, L1ARDA, AdaFOBOS, OPG, RDA, SFSA, TSGD
     from asyos import AsyncSampleStream
+    from asyos import RunningAverages, OLSThreshold, OFSA, OLasso, OElasticNet, OMCP
     from asyos import make_regression, make_classification, load_dataset
 """
 from . import _env  # noqa: F401  (must run before numpy is imported)
@@ -28,6 +29,12 @@ _PUBLIC = {
     "SFSA": ".learners.sfsa",
     "TSGD": ".learners.sfsa",
     "AsyncSampleStream": ".distributed.stream_simulator",
+    "RunningAverages": ".stats",
+    "OLSThreshold": ".learners.running_averages",
+    "OFSA": ".learners.running_averages",
+    "OLasso": ".learners.running_averages",
+    "OElasticNet": ".learners.running_averages",
+    "OMCP": ".learners.running_averages",
     "make_regression": ".data.synthetic",
     "make_classification": ".data.synthetic",
     "load_dataset": ".data.io",

@@ -20,6 +20,7 @@ class AlgorithmSpec:
     test_params: dict = None  # small, fast parameters for the common test battery
     sample_stream: bool = False  # samples arrive (fit/partial_fit/learn_one); simulated as data-parallel workers
     tasks: tuple = ("regression", "classification")
+    running_averages: bool = False  # a sum over samples: streamed from files, reduced across MPI ranks
 
 
 _REGISTRY: dict[str, AlgorithmSpec] = {}
@@ -117,6 +118,26 @@ _STREAM_LEARNERS = (
      {"passes": 2, "batch_size": 5}),
 )
 
+_RUNNING_AVERAGES = (
+    ("ols-th", "OLS with thresholding on running averages (thesis Alg. 3)"),
+    ("ofsa", "online FSA on running averages, annealing to the budget (thesis Alg. 4)"),
+    ("olasso", "online Lasso on running averages, lambda bisected to the budget (thesis Alg. 5)"),
+    ("oelnet", "online elastic net on running averages, lambda bisected to the budget (thesis Alg. 5)"),
+    ("omcp", "online MCP on running averages, lambda bisected to the budget (thesis Alg. 5, eq. 3.10)"),
+)
+
+
+def _running_averages_builder(name):
+    """Build a running-averages learner: the loss only says the task (the criterion is least
+    squares for both, thesis Sec. 3.2.6); ``--param`` sets the rest (``forgetting=0.01``, ...)."""
+    def build(config, loss, budget):
+        from .learners.running_averages import LEARNERS
+        from .losses import get_loss
+        estimator = LEARNERS[name](budget=budget, task=get_loss(loss).task)
+        return estimator.set_params(**config.estimator_params)
+    return build
+
+
 _LOADED = False
 
 
@@ -137,3 +158,6 @@ def _load_builtin():
         tasks = ("classification",) if name == "sofs" else ("regression", "classification")
         register(AlgorithmSpec(name, description, _stream_builder(module, class_name), test_params=test_params,
                                sample_stream=True, tasks=tasks))
+    for name, description in _RUNNING_AVERAGES:
+        register(AlgorithmSpec(name, description, _running_averages_builder(name), test_params={},
+                               running_averages=True))

@@ -1,0 +1,261 @@
+"""Running-averages learners: OLS-th, OFSA, OLasso, OElnet, OMCP (thesis Ch. 3).
+
+Each learner keeps a ``RunningAverages`` (``stats_``) of everything it was shown and extracts its
+model from it only when asked (``coef_``, ``predict``, ... or ``extract(k)`` / ``path(ks)`` for other
+sparsities). Fitting is therefore a sum over samples (``partial_fit`` and ``learn_one`` in any
+order, ``fit_stats`` for averages accumulated elsewhere, e.g. merged across MPI ranks) and the
+cost of a model does not depend on ``n``.
+
+Regression and ±1 classification use the same least-squares criterion (thesis Sec. 3.2.6: for two
+classes the least-squares direction is Fisher's discriminant); ``task="classification"`` checks the
+labels and predicts ``sign(decision_function)``.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..data.dataset import as_float_matrix, as_label_vector
+from ..errors import InputError
+from ..losses import get_loss
+from ..stats import RunningAverages
+from . import extractors
+from .base import BudgetedSelector, check_budget, check_positive_float, check_positive_int
+
+TASKS = ("regression", "classification")
+
+
+class RunningAveragesSelector(BudgetedSelector):
+    """Shared face; subclasses name the extractor (``_extract_path``) and its parameters."""
+
+    method = ""
+
+    def __init__(self, budget=10, task="regression", forgetting=None, ridge="auto", refit=True):
+        self.budget = budget
+        self.task = task
+        self.forgetting = forgetting
+        self.ridge = ridge
+        self.refit = refit
+
+    # -- learning -----------------------------------------------------------------------------
+    def fit(self, X, y):
+        """Forget everything, then ``partial_fit(X, y)``."""
+        self.stats_ = None
+        return self.partial_fit(X, y)
+
+    def partial_fit(self, X, y):
+        """Add the samples ``(X, y)`` (dense or CSR) to the running averages."""
+        self._check_params()
+        X = as_float_matrix(X, "X")
+        y = as_label_vector(y, X.shape[0], "y")
+        self._check_labels(y)
+        self._stats_for(X.shape[1]).update(X, y)
+        self._model = None
+        return self
+
+    def learn_one(self, x, y):
+        """Add one sample: ``x`` a vector of ``n_features``, ``y`` a number."""
+        self._check_params()
+        x = np.asarray(x.toarray() if sp.issparse(x) else x, dtype=float).ravel()
+        self._check_labels(np.array([y], dtype=float))
+        self._stats_for(x.shape[0]).update(x, float(y))
+        self._model = None
+        return self
+
+    def fit_stats(self, stats: RunningAverages):
+        """Use running averages accumulated elsewhere (merged, loaded, reduced over MPI ranks)."""
+        self._check_params()
+        if not isinstance(stats, RunningAverages):
+            raise InputError(f"fit_stats needs a RunningAverages; got {type(stats).__name__}")
+        check_budget(self.budget, stats.n_features)
+        self.stats_ = stats
+        self._model = None
+        return self
+
+    def _stats_for(self, p):
+        stats = getattr(self, "stats_", None)
+        if stats is None:
+            check_budget(self.budget, p)
+            self.stats_ = stats = RunningAverages(p, self.forgetting)
+        elif p != stats.n_features:
+            raise InputError(f"X has {p} features, but {type(self).__name__} was fitted with {stats.n_features}")
+        return stats
+
+    def _check_params(self):
+        if self.task not in TASKS:
+            raise InputError(f"task must be one of {', '.join(TASKS)}; got {self.task!r}")
+        if self.forgetting is not None:
+            check_positive_float(self.forgetting, "forgetting")
+        if not isinstance(self.budget, numbers.Integral) or isinstance(self.budget, bool) or self.budget < 1:
+            raise InputError(f"budget must be an integer >= 1; got {self.budget!r}")
+        extractors.resolve_ridge(self.ridge, 1.0, 1)
+
+    def _check_labels(self, y):
+        if self.task == "classification":
+            get_loss("squared_hinge").check_labels(y)
+
+    # -- extraction -----------------------------------------------------------------------------
+    def _extract_path(self, std, ks):
+        raise NotImplementedError
+
+    def _standardized(self):
+        self._check_fitted()
+        return self.stats_.standardize()
+
+    def path(self, ks):
+        """Models (``ExtractedModel``) for each number of features in ``ks``, from one set of averages."""
+        ks = [int(k) for k in ks] if not isinstance(ks, (int, np.integer)) else [int(ks)]
+        return self._extract_path(self._standardized(), ks)
+
+    def extract(self, k=None):
+        """The model with ``k`` features (default: ``budget``); the learner itself is unchanged."""
+        return self.path([self.budget if k is None else k])[0]
+
+    @property
+    def model_(self):
+        self._check_fitted()
+        if getattr(self, "_model", None) is None:
+            self._model = self.extract()
+        return self._model
+
+    def _check_fitted(self):
+        if getattr(self, "stats_", None) is None:
+            raise InputError(f"this {type(self).__name__} is not fitted yet; call fit(X, y) first")
+
+    # the fitted attributes are views of the extracted model
+    coef_ = property(lambda self: self.model_.coef)
+    intercept_ = property(lambda self: self.model_.intercept)
+    support_ = property(lambda self: self.model_.support)
+    raw_coef_ = property(lambda self: self.stats_.standardize().to_original(self.model_.selection_coef)[0])
+    n_features_in_ = property(lambda self: self._fitted_stats().n_features)
+    n_samples_seen_ = property(lambda self: self._fitted_stats().n_seen)
+    lam_ = property(lambda self: self.model_.lam)
+    n_iter_ = property(lambda self: self.model_.n_iter)
+
+    def _fitted_stats(self):
+        self._check_fitted()
+        return self.stats_
+
+    def decision_function(self, X):
+        X = self._check_X(X)
+        return self.model_.decision_function(X)
+
+    def predict(self, X):
+        u = self.decision_function(X)
+        if self.task == "classification":
+            return np.where(u >= 0.0, 1.0, -1.0)
+        return u
+
+    def score(self, X, y):
+        """R^2 for regression, accuracy for classification."""
+        X = self._check_X(X)
+        y = as_label_vector(y, X.shape[0], "y")
+        if self.task == "classification":
+            return float(np.mean(self.predict(X) == y))
+        resid = y - self.decision_function(X)
+        total = float(((y - y.mean()) ** 2).sum())
+        return 1.0 - float(resid @ resid) / total if total > 0 else 0.0
+
+
+class OLSThreshold(RunningAveragesSelector):
+    """OLS-th (thesis Alg. 3): least squares (ridge ``0.05`` when ``n <= p``), keep the ``k`` largest
+    standardized ``|b_j|``, refit least squares on them."""
+
+    method = "ols-th"
+
+    def _extract_path(self, std, ks):
+        return extractors.ols_threshold_path(std, ks, ridge=self.ridge, refit=self.refit)
+
+
+class OFSA(RunningAveragesSelector):
+    """Online FSA (thesis Alg. 4): momentum gradient steps on the averages with the annealing
+    schedule ``M_t`` down to ``k`` features, then a least-squares refit."""
+
+    method = "ofsa"
+
+    def __init__(self, budget=10, task="regression", forgetting=None, ridge="auto", refit=True, n_iter=200,
+                 warm_up=15, mu=10.0, momentum=0.9, step="auto"):
+        super().__init__(budget, task, forgetting, ridge, refit)
+        self.n_iter = n_iter
+        self.warm_up = warm_up
+        self.mu = mu
+        self.momentum = momentum
+        self.step = step
+
+    def _check_params(self):
+        super()._check_params()
+        check_positive_int(self.n_iter, "n_iter")
+        check_positive_int(self.warm_up, "warm_up", minimum=0)
+        check_positive_float(self.mu, "mu", inclusive=True)
+        check_positive_float(self.momentum, "momentum", inclusive=True)
+        if self.step != "auto":
+            check_positive_float(self.step, "step")
+
+    def _extract_path(self, std, ks):
+        return extractors.ofsa_path(std, ks, n_iter=self.n_iter, warm_up=self.warm_up, mu=self.mu,
+                                    momentum=self.momentum, step=self.step, ridge=self.ridge, refit=self.refit)
+
+
+class _Penalized(RunningAveragesSelector):
+    penalty = ""
+
+    def __init__(self, budget=10, task="regression", forgetting=None, ridge="auto", refit=True, exact=True,
+                 max_steps=100, tol=1e-7, max_sweeps=10_000):
+        super().__init__(budget, task, forgetting, ridge, refit)
+        self.exact = exact
+        self.max_steps = max_steps
+        self.tol = tol
+        self.max_sweeps = max_sweeps
+
+    def _check_params(self):
+        super()._check_params()
+        check_positive_int(self.max_steps, "max_steps")
+        check_positive_int(self.max_sweeps, "max_sweeps")
+        check_positive_float(self.tol, "tol")
+
+    def _penalty_params(self):
+        return {}
+
+    def _extract_path(self, std, ks):
+        return extractors.penalized_path(std, ks, penalty=self.penalty, exact=self.exact, max_steps=self.max_steps,
+                                         tol=self.tol, max_sweeps=self.max_sweeps, ridge=self.ridge,
+                                         refit=self.refit, **self._penalty_params())
+
+
+class OLasso(_Penalized):
+    """Online Lasso (thesis Alg. 5, soft thresholding): ``lambda`` bisected for exactly ``k`` features."""
+
+    method, penalty = "olasso", "lasso"
+
+
+class OElasticNet(_Penalized):
+    """Online elastic net (thesis Alg. 5): penalty ``lambda (l1_ratio |b| + (1 - l1_ratio)/2 b^2)``."""
+
+    method, penalty = "oelnet", "elnet"
+
+    def __init__(self, budget=10, task="regression", forgetting=None, ridge="auto", refit=True, exact=True,
+                 max_steps=100, tol=1e-7, max_sweeps=10_000, l1_ratio=0.5):
+        super().__init__(budget, task, forgetting, ridge, refit, exact, max_steps, tol, max_sweeps)
+        self.l1_ratio = l1_ratio
+
+    def _penalty_params(self):
+        return {"l1_ratio": self.l1_ratio}
+
+
+class OMCP(_Penalized):
+    """Online MCP (thesis Alg. 5 with the operator of eq. 3.10, ``b = gamma``)."""
+
+    method, penalty = "omcp", "mcp"
+
+    def __init__(self, budget=10, task="regression", forgetting=None, ridge="auto", refit=True, exact=True,
+                 max_steps=100, tol=1e-7, max_sweeps=10_000, gamma=3.0):
+        super().__init__(budget, task, forgetting, ridge, refit, exact, max_steps, tol, max_sweeps)
+        self.gamma = gamma
+
+    def _penalty_params(self):
+        return {"gamma": self.gamma}
+
+
+LEARNERS = {cls.method: cls for cls in (OLSThreshold, OFSA, OLasso, OElasticNet, OMCP)}
