@@ -22,7 +22,9 @@ rank moves its sums to the global mean and a plain ``SUM`` reduction adds them
 ``a <- (1 - alpha_n) a + alpha_n a(x_{n+1})`` with ``alpha_n = max(alpha, 1/(n+1))``: plain averages
 until ``1/alpha`` samples have been seen, then a constant rate. The total weight ``W`` is then the
 effective sample size (at most ``1/alpha``). A mini-batch applies exactly the per-sample rule: sample
-``i`` of the batch is weighted by the product of the later decay factors.
+``i`` of the batch is weighted by the product of the later decay factors. With
+``forget_by="batch"`` a whole mini-batch is one term instead: ``a <- (1 - alpha_m) a + alpha_m a(batch)``
+with ``alpha_m = max(alpha, b/(W + b))`` (the thesis' drift experiment updates once per time period).
 """
 from __future__ import annotations
 
@@ -91,7 +93,7 @@ class RunningAverages:
     True
     """
 
-    def __init__(self, n_features: int, forgetting: float | None = None):
+    def __init__(self, n_features: int, forgetting: float | None = None, forget_by: str = "sample"):
         if not isinstance(n_features, (int, np.integer)) or isinstance(n_features, bool) or n_features < 1:
             raise InputError(f"n_features must be a positive integer; got {n_features!r}")
         if forgetting is not None:
@@ -101,9 +103,12 @@ class RunningAverages:
                 raise InputError(f"forgetting must be a number in (0, 1); got {forgetting!r}") from None
             if not 0.0 < forgetting < 1.0:
                 raise InputError(f"forgetting must be a number in (0, 1); got {forgetting!r}")
+        if forget_by not in ("sample", "batch"):
+            raise InputError(f"forget_by must be 'sample' or 'batch'; got {forget_by!r}")
         p = int(n_features)
         self.n_features = p
         self.forgetting = forgetting
+        self.forget_by = forget_by
         self.n_seen = 0                      # samples seen (an integer, whatever the weights)
         self.weight = 0.0                    # W = sum of weights (= n_seen without forgetting)
         self.shift_x = np.zeros(p)           # K
@@ -177,6 +182,10 @@ class RunningAverages:
         alpha = self.forgetting
         if alpha is None:
             return 1.0, None
+        if self.forget_by == "batch":          # the batch's averages are one term of eq. 3.11
+            if self.weight == 0.0 or b / (self.weight + b) >= alpha:
+                return 1.0, None
+            return b * (1.0 - alpha) / (alpha * self.weight), None
         cap = 1.0 / alpha
         before = np.minimum(self.weight + np.arange(b), cap)      # W before each new sample
         before[0] = self.weight
@@ -354,6 +363,7 @@ class RunningAverages:
             with open(path, "wb") as fh:
                 np.savez(fh, format=np.array(_FORMAT), n_seen=np.array(self.n_seen),
                          forgetting=np.array(np.nan if self.forgetting is None else self.forgetting),
+                         forget_by=np.array(self.forget_by),
                          weight=np.array(self.weight), shift_x=self.shift_x, shift_y=np.array(self.shift_y),
                          sum_x=self.sum_x, sum_y=np.array(self.sum_y), sxx=np.tril(self._sxx),
                          sxy=self.sxy, syy=np.array(self.syy))
@@ -372,7 +382,8 @@ class RunningAverages:
             raise InputError(f"cannot read running averages from {path!r}: {exc}") from None
         p = fields["shift_x"].shape[0]
         forgetting = float(fields["forgetting"])
-        out = cls(p, None if np.isnan(forgetting) else forgetting)
+        out = cls(p, None if np.isnan(forgetting) else forgetting,
+                  str(fields["forget_by"]) if "forget_by" in fields else "sample")
         out.n_seen = int(fields["n_seen"])
         out.weight = float(fields["weight"])
         out.shift_x = np.array(fields["shift_x"], dtype=float)
@@ -387,5 +398,5 @@ class RunningAverages:
         return out
 
     def __repr__(self):
-        rate = "" if self.forgetting is None else f", forgetting={self.forgetting:g}"
+        rate = "" if self.forgetting is None else f", forgetting={self.forgetting:g} per {self.forget_by}"
         return f"RunningAverages(n_features={self.n_features}, n_seen={self.n_seen}{rate})"

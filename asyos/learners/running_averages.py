@@ -32,10 +32,11 @@ class RunningAveragesSelector(BudgetedSelector):
 
     method = ""
 
-    def __init__(self, budget=10, task="regression", forgetting=None, ridge="auto", refit=True):
+    def __init__(self, budget=10, task="regression", forgetting=None, ridge="auto", refit=True, forget_by="sample"):
         self.budget = budget
         self.task = task
         self.forgetting = forgetting
+        self.forget_by = forget_by
         self.ridge = ridge
         self.refit = refit
 
@@ -78,7 +79,7 @@ class RunningAveragesSelector(BudgetedSelector):
         stats = getattr(self, "stats_", None)
         if stats is None:
             check_budget(self.budget, p)
-            self.stats_ = stats = RunningAverages(p, self.forgetting)
+            self.stats_ = stats = RunningAverages(p, self.forgetting, self.forget_by)
         elif p != stats.n_features:
             raise InputError(f"X has {p} features, but {type(self).__name__} was fitted with {stats.n_features}")
         return stats
