@@ -73,6 +73,7 @@ class RunConfig:
     watchdog_timeout: float = 5.0
     setup_timeout: float = 600.0
     trace_every: int = 0
+    chunk_rows: int = 4096
     # output
     output: Optional[str] = None
     quiet: bool = False
@@ -129,7 +130,7 @@ class RunConfig:
             raise InputError(f"--synthetic must be regression or classification; got {self.synthetic!r}")
         _require(self.index_base in ("auto", "0", "1", 0, 1),
                  f"--index-base must be auto, 0 or 1; got {self.index_base!r}")
-        for name in ("n_samples", "n_features", "n_informative", "budget", "passes", "workers"):
+        for name in ("n_samples", "n_features", "n_informative", "budget", "passes", "workers", "chunk_rows"):
             value = getattr(self, name)
             if value is not None:
                 _require(value >= 1, f"--{_flag(name)} must be at least 1; got {value}")

@@ -42,7 +42,8 @@ def format_summary(record: dict) -> str:
     if "recovery_error" in m:
         quality.append(f"recovery error {m['recovery_error']:.4f}")
     quality.append(f"objective {m['objective']:.5g}")
-    quality.append(f"train {err_name} {m['train_error']:.4g}")
+    if "train_error" in m:
+        quality.append(f"train {err_name} {m['train_error']:.4g}")
     if "test_error" in m:
         quality.append(f"test {err_name} {m['test_error']:.4g}")
     lines.append("  " + "; ".join(quality))

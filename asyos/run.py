@@ -100,6 +100,8 @@ def make_parser() -> argparse.ArgumentParser:
                                                           "declared lost (default 5)")
     g.add_argument("--setup-timeout", type=float, help="MPI: seconds every rank may take to load its data "
                                                        "(default 600)")
+    g.add_argument("--chunk-rows", type=int, help="running averages: rows read from the file at a time "
+                                                  "(default 4096)")
     g.add_argument("--trace-every", type=int, help="record the training objective and error every k worker "
                                                    "steps, with the time (default off)")
     g = p.add_argument_group("output")
@@ -245,6 +247,10 @@ def main(argv=None) -> int:
             if rank == 0:
                 print(list_algorithms())
             return EXIT_OK
+        from .registry import get_algorithm
+        if get_algorithm(config.algorithm).running_averages:
+            from .distributed.accumulate import run_running_averages
+            return run_running_averages(config, comm)
         if comm is not None:
             from .distributed.driver import run_mpi
             return run_mpi(config, comm)

@@ -70,6 +70,28 @@ class FileSource:
     def true_coef(self):
         return None
 
+    def iter_rows(self, start: int = 0, stop: Optional[int] = None, chunk_rows: int = 4096):
+        """The training rows ``start:stop`` as ``(X_chunk, y_chunk)`` blocks of at most ``chunk_rows``
+        rows (dense arrays, or CSR for sparse sources). Only that part of the file is parsed and at
+        most one chunk is held, so files larger than memory can be streamed."""
+        start, stop = _row_range(start, stop, self.n_train)
+        yield from self._iter_rows(start, stop, max(1, int(chunk_rows)))
+
+    def _iter_rows(self, start, stop, chunk_rows):
+        raise NotImplementedError
+
+    def load_test(self):
+        """``(X_test, y_test)`` of the file's test split, or ``None`` when it has none."""
+        raise NotImplementedError
+
+
+def _row_range(start, stop, n):
+    stop = n if stop is None else int(stop)
+    start = int(start)
+    if not 0 <= start <= stop <= n:
+        raise InputError(f"rows {start}:{stop} are outside the {n} training rows")
+    return start, stop
+
 
 # --------------------------------------------------------------------------------------- npz
 @dataclass
@@ -123,6 +145,29 @@ class _NpyMember:
                 block = np.frombuffer(raw, dtype=dtype).reshape(stop - start, p)
                 out[start:stop] = block[:, cols]
             return out
+        finally:
+            stream.close()
+            zf.close()
+
+    def iter_rows(self, start: int, stop: int, rows_per_chunk: int):
+        """Rows ``start:stop`` of a C-ordered 1-D or 2-D member, in blocks of ``rows_per_chunk``
+        rows, as float64; the rows before ``start`` are skipped in the stream, never held."""
+        zf, stream, shape, fortran, dtype = self._open()
+        try:
+            if len(shape) not in (1, 2) or dtype.hasobject:
+                raise InputError(f"{self.archive}: {self.key} must be a numeric vector or matrix; got shape {shape}")
+            if fortran and len(shape) == 2:
+                raise InputError(f"{self.archive}: {self.key} is stored column-major; rows cannot be streamed "
+                                 f"(save it with np.ascontiguousarray)")
+            width = 1 if len(shape) == 1 else int(shape[1])
+            row_bytes = width * dtype.itemsize
+            if start:
+                stream.seek(start * row_bytes, 1)
+            for lo in range(start, stop, rows_per_chunk):
+                hi = min(stop, lo + rows_per_chunk)
+                block = np.frombuffer(_read_exact(stream, (hi - lo) * row_bytes, self), dtype=dtype)
+                block = block.astype(np.float64)
+                yield block if len(shape) == 1 else block.reshape(hi - lo, width)
         finally:
             stream.close()
             zf.close()
@@ -198,6 +243,22 @@ class DenseNpzSource(FileSource):
                                      f"{self.path}: {self._y_test_key}")
         return Dataset(X, y, self.n_features, X_test, y_test, columns=None if columns is None else cols,
                        name=self.name)
+
+
+    def load_test(self):
+        if self._x_test is None:
+            return None
+        X = self._x_test.read_columns(None)
+        check_finite(X, f"{self.path}: {self._x_test.key}")
+        return X, self.labels("test")
+
+    def _iter_rows(self, start, stop, chunk_rows):
+        xs = self._x.iter_rows(start, stop, chunk_rows)
+        ys = _NpyMember(self.path, self._y_key).iter_rows(start, stop, chunk_rows)
+        for X, y in zip(xs, ys):
+            check_finite(X, f"{self.path}: {self._x.key}")
+            check_finite(y, f"{self.path}: {self._y_key}")
+            yield X, y
 
 
 def _dense_npz_source(path):
@@ -279,6 +340,62 @@ class SparseDirectorySource(FileSource):
             X_test, y_test = self._read(self._test, None if columns is None else cols)
         return Dataset(X, y, self.n_features, X_test, y_test, columns=None if columns is None else cols,
                        name=self.name)
+
+
+    def load_test(self):
+        return None if self._test is None else self._read(self._test, None)
+
+    def _iter_rows(self, start, stop, chunk_rows):
+        fname = self._file(self._train, "X")
+        if _sparse_format(fname) != "csr":
+            raise InputError(f"{fname} is not in CSR format; rows cannot be streamed")
+        indptr = _NpyMember(fname, "indptr").read().astype(np.int64)
+        ypath = self._file(self._train, "y")
+        try:
+            y_all = np.load(ypath, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read labels {ypath!r}: {exc}") from None
+        if y_all.shape[0] != self.n_train:
+            raise InputError(f"{ypath} has {y_all.shape[0]} labels but X has {self.n_train} rows")
+        first, last = int(indptr[start]), int(indptr[stop])
+        # one chunk of rows at a time: the members are read forward, chunk by chunk
+        idx_reader = _Forward(_NpyMember(fname, "indices"), first, last)
+        val_reader = _Forward(_NpyMember(fname, "data"), first, last)
+        for lo in range(start, stop, chunk_rows):
+            hi = min(stop, lo + chunk_rows)
+            count = int(indptr[hi] - indptr[lo])
+            idx, val = idx_reader.take(count).astype(np.int64), val_reader.take(count)
+            if idx.size and (idx.min() < 0 or idx.max() >= self.n_features):
+                raise InputError(f"{fname}: column index out of range in rows {lo}:{hi}")
+            check_finite(val, fname)
+            X = sp.csr_matrix((val, idx, indptr[lo:hi + 1] - indptr[lo]), shape=(hi - lo, self.n_features))
+            y = np.asarray(y_all[lo:hi], dtype=np.float64)
+            check_finite(y, ypath)
+            yield X, y
+        idx_reader.close()
+        val_reader.close()
+
+
+class _Forward:
+    """Reads consecutive runs of elements from a 1-D ``.npz`` member, starting at ``first``."""
+
+    def __init__(self, member, first, last):
+        self._blocks = member.iter_rows(first, last, 1 << 20)
+        self._buffer = np.empty(0)
+
+    def take(self, count):
+        parts, have = [], 0
+        while have < count:
+            if self._buffer.size == 0:
+                self._buffer = next(self._blocks)
+            use = min(count - have, self._buffer.size)
+            parts.append(self._buffer[:use])
+            self._buffer = self._buffer[use:]
+            have += use
+        return np.concatenate(parts) if parts else np.empty(0)
+
+    def close(self):
+        self._blocks.close()
 
 
 def _sparse_format(fname) -> str:
@@ -406,6 +523,52 @@ class LibsvmSource(FileSource):
             X_test, y_test = self._parse(self.test_path, None if columns is None else cols)
         return Dataset(X, y, self.n_features, X_test, y_test, columns=None if columns is None else cols,
                        name=self.name)
+
+
+    def load_test(self):
+        return None if not self.test_path else self._parse(self.test_path, None)
+
+    def _iter_rows(self, start, stop, chunk_rows):
+        labels, rows, idx, vals = [], [], [], []
+
+        def block():
+            n = len(labels)
+            if idx:
+                r, c, v = np.concatenate(rows), np.concatenate(idx), np.concatenate(vals)
+            else:
+                r = c = np.empty(0, dtype=np.intp)
+                v = np.empty(0)
+            check_finite(v, f"{self.path}: feature values")
+            y = np.asarray(labels, dtype=np.float64)
+            check_finite(y, f"{self.path}: labels")
+            X = sp.csr_matrix((v, (r, c)), shape=(n, self.n_features))
+            X.sum_duplicates()
+            return X, y
+
+        row = -1
+        with _open_text(self.path) as fh:
+            for lineno, line in enumerate(fh, 1):
+                body = line.split("#", 1)[0]
+                if not body.strip():
+                    continue
+                row += 1
+                if row < start:
+                    continue                    # counted, not parsed
+                if row >= stop:
+                    break
+                label, li, lv = _parse_line(body, self.path, lineno)
+                if li.size and li.max() - self.index_base >= self.n_features:
+                    raise InputError(f"{self.path} line {lineno}: feature index {li.max()} beyond "
+                                     f"{self.n_features} features")
+                rows.append(np.full(li.size, len(labels), dtype=np.intp))
+                labels.append(label)
+                idx.append(li - self.index_base)
+                vals.append(lv)
+                if len(labels) == chunk_rows:
+                    yield block()
+                    labels, rows, idx, vals = [], [], [], []
+        if labels:
+            yield block()
 
 
 def _open_text(path):

@@ -1,0 +1,213 @@
+"""Running averages from files: streamed in one process, or accumulated across MPI ranks.
+
+``python -m asyos.run --algorithm ofsa --data FILE --budget K`` streams the file in row chunks into
+a ``RunningAverages`` (at most one chunk held; a progress line on stderr every few seconds on long
+runs) and extracts the model. Under ``mpiexec -n N`` every rank reads only its own contiguous block of
+rows (``rows_of_rank``), then the statistics are combined with two collectives:
+
+1. an ``Iallreduce`` of ``(W, W mu_x, W mu_y)`` gives every rank the global means;
+2. every rank moves its shifted sums to that common shift (``RunningAverages.shifted_to``, exact) and
+   an ``Ireduce(SUM)`` adds them on rank 0, which extracts and reports the model.
+
+Waits are non-blocking requests polled with back-off (a rank blocked in an MPICH call spins a
+core). A rank that fails aborts the job with its message (``asyos.run``); one that dies is ended by
+the launcher. Forgetting (eq. 3.11) weighs samples by their order, which ranks reading in parallel
+do not have, so it is refused under MPI.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from ..errors import InputError
+from ..stats import RunningAverages
+
+PROGRESS_EVERY = 5.0          # seconds between progress lines
+
+
+def rows_of_rank(n_rows: int, size: int, rank: int) -> tuple[int, int]:
+    """The contiguous block ``[start, stop)`` of ``n_rows`` read by ``rank`` of ``size`` (sizes differ by at most 1)."""
+    base, extra = divmod(int(n_rows), int(size))
+    start = rank * base + min(rank, extra)
+    return start, start + base + (1 if rank < extra else 0)
+
+
+def iter_source_rows(source, start, stop, chunk_rows):
+    """Row chunks of any data source (files stream; a synthetic problem is materialised, it is small)."""
+    if hasattr(source, "iter_rows"):
+        yield from source.iter_rows(start, stop, chunk_rows)
+        return
+    data = source.load(with_test=False)
+    for lo in range(start, stop, chunk_rows):
+        hi = min(stop, lo + chunk_rows)
+        yield data.X[lo:hi], data.y[lo:hi]
+
+
+def test_split(source):
+    """``(X_test, y_test)`` of a source, or ``None``."""
+    if hasattr(source, "load_test"):
+        return source.load_test()
+    data = source.load()
+    return (data.X_test, data.y_test) if data.has_test else None
+
+
+class Progress:
+    """Prints ``asyos: read R of N rows (P%), S samples/s`` to stderr at most every ``every`` seconds."""
+
+    def __init__(self, total, label="", every=PROGRESS_EVERY, stream=None, enabled=True):
+        self.total, self.label, self.every = total, label, every
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.start = self.last = time.perf_counter()
+        self.done = 0
+        self.printed = False
+
+    def advance(self, rows):
+        self.done += rows
+        now = time.perf_counter()
+        if self.enabled and now - self.last >= self.every:
+            self.last = now
+            rate = self.done / max(now - self.start, 1e-9)
+            pct = 100.0 * self.done / max(self.total, 1)
+            self.stream.write(f"asyos: {self.label}read {self.done} of {self.total} rows ({pct:.0f}%), "
+                              f"{rate:.0f} samples/s\n")
+            self.stream.flush()
+            self.printed = True
+
+
+def accumulate(source, n_features, start, stop, chunk_rows=4096, forgetting=None, forget_by="sample",
+               check_labels=None, progress=None) -> RunningAverages:
+    """Running averages of the rows ``start:stop`` of ``source``, read in chunks."""
+    stats = RunningAverages(n_features, forgetting, forget_by)
+    for X, y in iter_source_rows(source, start, stop, chunk_rows):
+        if check_labels is not None:
+            check_labels(y)
+        stats.update(X, y)
+        if progress is not None:
+            progress.advance(X.shape[0])
+    return stats
+
+
+def reduce_to_root(comm, stats: RunningAverages, backoff, root=0):
+    """The merged statistics of every rank on ``root`` (``None`` elsewhere); exact (see module doc)."""
+    from mpi4py import MPI
+
+    from .transport import wait_all
+    p = stats.n_features
+    local = np.zeros(p + 3)
+    if stats.n_seen:
+        local[0] = stats.weight
+        local[1:p + 1] = stats.weight * stats.mean_x
+        local[p + 1] = stats.weight * stats.mean_y
+    local[p + 2] = stats.n_seen
+    total = np.empty_like(local)
+    wait_all([comm.Iallreduce(local, total, op=MPI.SUM)], backoff, float("inf"))
+    if total[p + 2] == 0:
+        raise InputError("no samples were read on any rank")
+    shift_x, shift_y = total[1:p + 1] / total[0], total[p + 1] / total[0]
+    moved = stats.shifted_to(shift_x, shift_y) if stats.n_seen else RunningAverages(p)
+    vector = np.concatenate([[moved.weight, moved.n_seen, moved.sum_y, moved.syy], moved.sum_x, moved.sxy])
+    matrix = np.ascontiguousarray(np.tril(moved._sxx))
+    rank = comm.Get_rank()
+    vec_out = np.empty_like(vector) if rank == root else None
+    mat_out = np.empty_like(matrix) if rank == root else None
+    wait_all([comm.Ireduce(vector, vec_out, op=MPI.SUM, root=root),
+              comm.Ireduce(matrix, mat_out, op=MPI.SUM, root=root)], backoff, float("inf"))
+    if rank != root:
+        return None
+    out = RunningAverages(p)
+    out.weight, out.n_seen, out.sum_y, out.syy = float(vec_out[0]), int(round(vec_out[1])), float(vec_out[2]), \
+        float(vec_out[3])
+    out.sum_x, out.sxy = vec_out[4:4 + p].copy(), vec_out[4 + p:].copy()
+    out.shift_x, out.shift_y = shift_x, float(shift_y)
+    out._sxx = mat_out
+    return out
+
+
+def run_running_averages(config, comm=None) -> int:
+    """The CLI for the running-averages learners (one process, or every rank of ``comm``)."""
+    from ..errors import ConvergenceWarning
+    from ..problem import open_data_source, resolve_problem
+    from ..registry import get_algorithm
+    from ..report import build_record, format_summary
+    from ..results import prepare_output_dir, write_results
+    import warnings
+
+    rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
+    t0 = time.perf_counter()
+    spec = get_algorithm(config.algorithm)
+    error, setup = None, None
+    try:
+        if config.simulate or config.tune:
+            raise InputError(f"{config.algorithm} accumulates running averages: --simulate and --tune do not apply "
+                             f"(its statistics are the same in any order and on any number of ranks)")
+        if rank == 0 and config.output:
+            prepare_output_dir(config.output)
+        source = open_data_source(config)
+        y = source.labels("train")
+        problem = resolve_problem(config, source, y)
+        estimator = spec.build(config, problem.loss.name, problem.budget)
+        estimator._check_params()
+        if size > 1 and estimator.forgetting is not None:
+            raise InputError("forgetting weighs samples by their order; ranks reading in parallel have none: "
+                             "run it in one process")
+        setup = (source, problem, estimator)
+    except InputError as exc:
+        error = str(exc)
+    if comm is not None:
+        errors = [e for e in comm.allgather(error) if e]
+        if errors:
+            raise InputError(errors[0])
+    elif error:
+        raise InputError(error)
+    source, problem, estimator = setup
+    start, stop = rows_of_rank(problem.n_samples, size, rank)
+    label = f"rank 0 of {size}: " if size > 1 else ""
+    progress = Progress(stop - start, label, enabled=rank == 0 and not config.quiet)
+    check = (lambda y_: problem.loss.check_labels(y_)) if problem.loss.task == "classification" else None
+    stats = accumulate(source, problem.n_features, start, stop, config.chunk_rows, estimator.forgetting,
+                       estimator.forget_by, check, progress)
+    t1 = time.perf_counter()
+    if comm is not None:
+        from .transport import Backoff
+        stats = reduce_to_root(comm, stats, Backoff(min_sleep=1e-4, max_sleep=5e-3))
+    t2 = time.perf_counter()
+    if rank != 0:
+        return 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        estimator.fit_stats(stats)
+        model = estimator.model_
+    t3 = time.perf_counter()
+    from ..run import report_warnings
+    notes = report_warnings(caught)
+    std = stats.standardize()
+    metrics = {"n_selected": int(model.support.size), "objective": std.objective(model.std_coef)}
+    if problem.loss.task == "regression":
+        metrics["train_error"] = float(np.sqrt(max(2.0 * metrics["objective"], 0.0)))
+    test = test_split(source)
+    if test is not None:
+        metrics["test_error"] = problem.loss.error(np.asarray(test[1], dtype=float),
+                                                   estimator.decision_function(test[0]))
+    true_coef = source.true_coef()
+    if true_coef is not None:
+        from ..metrics import recall
+        metrics["recall"] = recall(model.support, np.flatnonzero(true_coef))
+    timing = {"wall_s": time.perf_counter() - t0, "accumulate_s": t1 - t0, "reduce_s": t2 - t1,
+              "extract_s": t3 - t2, "fit_s": t3 - t0}
+    extra = {"intercept": model.intercept, "n_samples_seen": stats.n_seen, "ranks": size,
+             "rows_per_rank": [list(rows_of_rank(problem.n_samples, size, r)) for r in range(size)],
+             "samples_per_s": stats.n_seen / max(t1 - t0, 1e-9), "lam": model.lam, "n_iter": model.n_iter}
+    record = build_record(config, problem, "mpi-reduce" if size > 1 else "streamed", model.support,
+                          model.coef[model.support], metrics, timing, warnings=notes, **extra)
+    if not config.quiet:
+        print(format_summary(record) + f"\n  running averages of {stats.n_seen} samples on {size} rank(s): "
+              f"accumulate {t1 - t0:.2f} s, reduce {t2 - t1:.3f} s, extract {t3 - t2:.3f} s", flush=True)
+    if config.output:
+        path = write_results(config.output, record, None)
+        stats.save(f"{config.output}/running_averages.npz")
+        if not config.quiet:
+            print(f"  results: {path}", flush=True)
+    return 0
