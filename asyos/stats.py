@@ -338,13 +338,15 @@ class RunningAverages:
     def S_yy(self) -> float:
         return self.comoment_yy() / self.weight + self.mean_y ** 2
 
-    def standardize(self, rtol: float = 1e-10) -> StandardizedStats:
-        """The averages of the standardized data (eqs. 3.2-3.3). A feature whose variance is below
-        ``rtol`` times the largest one (or zero) counts as constant: scale 0, never selected."""
+    def standardize(self) -> StandardizedStats:
+        """The averages of the standardized data (eqs. 3.2-3.3). A feature whose spread is below the
+        rounding error of its mean (``sigma <= 64 eps |mu|``, or exactly 0) counts as constant:
+        scale 0, never selected. Features on very different scales are all kept."""
         C = self.comoment_xx()
         var = np.maximum(np.diag(C), 0.0)
         W = self.weight
-        live = var > rtol * max(float(var.max()), np.finfo(float).tiny)
+        floor = (64 * np.finfo(float).eps * np.abs(self.mean_x)) ** 2 * W
+        live = (var > floor) & (var > 0)
         inv = np.zeros_like(var)
         inv[live] = 1.0 / np.sqrt(var[live])
         R = C * inv[:, None] * inv[None, :]

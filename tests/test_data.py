@@ -203,3 +203,41 @@ def test_sparse_columns_are_streamed_in_chunks(tmp_path, monkeypatch):
     d = load_dataset(tmp_path, columns=cols)
     np.testing.assert_array_equal(d.X.toarray(), X[:, cols].toarray())
     np.testing.assert_array_equal(load_dataset(tmp_path).X.toarray(), X.toarray())
+
+
+# ------------------------------------------------------------------ row streaming (running averages)
+def _row_files(tmp_path):
+    import scipy.sparse as sp
+    rng = np.random.default_rng(0)
+    S = sp.random(103, 40, density=0.15, format="csr", random_state=1)
+    y = np.where(rng.normal(size=103) > 0, 1.0, -1.0)
+    dense = tmp_path / "dense.npz"
+    np.savez_compressed(dense, X=S.toarray().astype(np.float32), y=y)
+    (tmp_path / "csr").mkdir()
+    sp.save_npz(tmp_path / "csr" / "X.npz", S)
+    np.save(tmp_path / "csr" / "y.npy", y)
+    text = tmp_path / "rows.svm"
+    with open(text, "w") as fh:
+        fh.write("# header comment\n")
+        for i in range(103):
+            row = S[i]
+            fh.write(f"{y[i]:g} " + " ".join(f"{j + 1}:{float(v)!r}" for j, v in zip(row.indices, row.data)) + "\n")
+            if i == 50:
+                fh.write("\n")
+    return S.toarray(), y, [str(dense), str(tmp_path / "csr"), str(text)]
+
+
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["dense-npz", "csr-directory", "libsvm"])
+def test_iter_rows_streams_exactly_the_requested_rows(tmp_path, which):
+    import scipy.sparse as sp
+    from asyos.data.io import open_source
+    X, y, paths = _row_files(tmp_path)
+    source = open_source(paths[which], n_features=40 if which == 2 else None)
+    for start, stop, chunk in ((0, 103, 1000), (10, 95, 17), (50, 51, 4), (103, 103, 5)):
+        blocks = list(source.iter_rows(start, stop, chunk))
+        assert all(b[0].shape[0] <= chunk for b in blocks)
+        got = np.vstack([b[0].toarray() if sp.issparse(b[0]) else b[0] for b in blocks]) if blocks else np.empty((0, 40))
+        np.testing.assert_allclose(got, X[start:stop].astype(np.float32))
+        np.testing.assert_array_equal(np.concatenate([b[1] for b in blocks]) if blocks else [], y[start:stop])
+    with pytest.raises(InputError, match="outside the 103 training rows"):
+        list(source.iter_rows(5, 200))

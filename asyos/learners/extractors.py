@@ -181,10 +181,13 @@ def ofsa(std: StandardizedStats, k, n_iter=200, warm_up=15, mu=10.0, momentum=0.
     velocity = np.zeros(active.size)
     p0 = active.size
     for it in range(warm_up + n_iter):
-        grad = G @ beta - r
-        velocity *= momentum
-        velocity -= eta * grad
-        beta += velocity
+        with np.errstate(over="ignore", invalid="ignore"):
+            grad = G @ beta - r
+            velocity *= momentum
+            velocity -= eta * grad
+            beta += velocity
+        if not np.isfinite(beta).all():
+            break
         if it < warm_up:
             continue
         m = annealing_schedule(it - warm_up + 1, target, p0, n_iter, mu)
