@@ -225,8 +225,9 @@ def test_penalized_solution_matches_scikit_learn(penalty):
     X, y, _ = thesis_data(300, p=60, k=6, seed=2)
     std = RunningAverages(60).update(X, y).standardize()
     Z, yc = standardized(X, y)
+    yc = yc / yc.std()                                            # the search works on unit-variance y
     search = E._LambdaSearch(std, penalty, 0.5, 3.0, 1e-12, 100_000)
-    for lam in (2.0, 0.5, 0.1):
+    for lam in (0.5, 0.1, 0.02):
         beta, count = search.solve(lam)
         ref = (Lasso(alpha=lam, fit_intercept=False, tol=1e-14, max_iter=100_000) if penalty == "lasso" else
                ElasticNet(alpha=lam, l1_ratio=0.5, fit_intercept=False, tol=1e-14, max_iter=100_000)).fit(Z, yc)
@@ -238,14 +239,16 @@ def test_mcp_solution_is_a_coordinatewise_minimum():
     """Every coordinate of the MCP solution minimizes its own one-dimensional problem (eq. 3.10)."""
     X, y, _ = thesis_data(300, p=40, k=4, seed=3)
     std = RunningAverages(40).update(X, y).standardize()
-    gamma, lam = 3.0, 0.4
-    beta, _ = E._LambdaSearch(std, "mcp", 0.5, gamma, 1e-13, 100_000).solve(lam)
-    grid = np.linspace(-8, 8, 160_001)
+    gamma, lam = 3.0, 0.1
+    search = E._LambdaSearch(std, "mcp", 0.5, gamma, 1e-13, 100_000)
+    beta, count = search.solve(lam)
+    assert 0 < count < 40
+    grid = np.linspace(-3, 3, 120_001)
     pen = np.where(np.abs(grid) <= gamma * lam, lam * np.abs(grid) - grid ** 2 / (2 * gamma), gamma * lam ** 2 / 2)
     for j in range(40):
-        z = std.xy[j] - std.xx[j] @ beta + beta[j]
+        z = search.r[j] - std.xx[j] @ beta + beta[j]
         best = grid[np.argmin(0.5 * grid ** 2 - z * grid + pen)]
-        assert abs(best - beta[j]) < 2e-4
+        assert abs(best - beta[j]) < 1e-4
 
 
 @pytest.mark.parametrize("penalty", ["lasso", "elnet", "mcp"])
@@ -383,3 +386,13 @@ def test_cli_refuses_what_running_averages_do_not_have(capsys):
     from asyos.run import main
     assert main(["--algorithm", "ofsa", "--simulate"]) == 2
     assert "--simulate and --tune do not apply" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.method)
+def test_units_of_y_do_not_change_the_selection(cls):
+    X, y, _ = thesis_data(300, p=40, k=4, seed=13)
+    base = cls(budget=4).fit(X, y)
+    for factor in (1e-2, 1e3):
+        scaled = cls(budget=4).fit(X, y * factor)
+        np.testing.assert_array_equal(scaled.support_, base.support_)
+        np.testing.assert_allclose(scaled.coef_, base.coef_ * factor, rtol=1e-6, atol=1e-9)

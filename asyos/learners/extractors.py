@@ -8,8 +8,10 @@ original units with an intercept. None of them sees the data again.
 * ``ols_threshold`` (OLS-th, Alg. 3): the ``k`` largest ``|b_j|`` of that fit, refit.
 * ``ofsa`` (OFSA, Alg. 4): gradient steps with momentum on ``1/2 b^T S_xx b - b^T S_xy`` (eq. 3.8),
   keeping the ``M_t`` largest ``|b_j|`` after each (annealing schedule ``M_t``), then a refit.
-* ``penalized`` (OLasso, OElnet, OMCP, Alg. 5): the penalized problem (eq. 3.5) solved by coordinate
-  descent with the thresholding operators (eq. 3.10; ``_gram_kernels``), and ``lambda`` bisected in
+* ``penalized`` (OLasso, OElnet, OMCP, Alg. 5): the penalized problem (eq. 3.5, with ``y`` scaled to
+  unit variance as glmnet does, so that selections do not depend on ``y``'s units; ``lambda`` is
+  reported in ``y``'s units) solved by coordinate descent with the thresholding operators
+  (eq. 3.10; ``_gram_kernels``), and ``lambda`` bisected in
   log scale (up to ``max_steps`` solves) until exactly ``k`` coefficients are non-zero. When no
   ``lambda`` gives exactly ``k`` (two features enter at once), the sparsest solution with more than
   ``k`` is cut to its ``k`` largest ``|b_j|``; ``exact=False`` instead keeps the densest solution with
@@ -222,7 +224,10 @@ class _LambdaSearch:
         self.code, self.l1_ratio, self.gamma = PENALTIES[penalty], float(l1_ratio), float(gamma)
         self.tol, self.max_sweeps = float(tol), int(max_sweeps)
         self.G = np.ascontiguousarray(std.xx)
-        self.r = np.ascontiguousarray(std.xy)
+        # y is scaled to unit variance too, so that tol, lambda and the elastic net's l2 part do not
+        # depend on y's units (lambda is reported in y's units)
+        self.y_scale = float(np.sqrt(std.yy)) if std.yy > 0 else 1.0
+        self.r = np.ascontiguousarray(std.xy / self.y_scale)
         top = float(np.abs(self.r).max()) if self.r.size else 0.0
         self.lam_max = top / (self.l1_ratio if penalty == "elnet" else 1.0)
         self.solved = {}                      # lambda -> (beta, count)
@@ -290,7 +295,7 @@ class _LambdaSearch:
 
 
 def penalized_path(std: StandardizedStats, ks, penalty="lasso", l1_ratio=0.5, gamma=3.0, exact=True,
-                   max_steps=100, tol=1e-7, max_sweeps=10_000, ridge="auto", refit=True) -> list:
+                   max_steps=100, tol=1e-7, max_sweeps=100_000, ridge="auto", refit=True) -> list:
     """OLasso / OElnet / OMCP (Alg. 5) for each ``k`` in ``ks``, sharing the ``lambda`` solutions."""
     ks = [_check_k(std, k) for k in ks]
     search = _LambdaSearch(std, penalty, l1_ratio, gamma, tol, max_sweeps)
@@ -300,8 +305,8 @@ def penalized_path(std: StandardizedStats, ks, penalty="lasso", l1_ratio=0.5, ga
         start = time.perf_counter()
         lam, beta, steps = search.for_k(k, exact, max_steps)
         support = np.flatnonzero(beta)
-        out.append(_finish(method, std, k, support, beta, ridge, start, lam=lam, n_iter=steps, refit=refit,
-                           solves=len(search.solved)))
+        out.append(_finish(method, std, k, support, beta * search.y_scale, ridge, start, lam=lam * search.y_scale,
+                           n_iter=steps, refit=refit, solves=len(search.solved)))
     if search.unconverged:
         warnings.warn(f"{method}: coordinate descent stopped at max_sweeps={max_sweeps} in {search.unconverged} "
                       f"of {len(search.solved)} solves; raise max_sweeps or tol", ConvergenceWarning, stacklevel=2)

@@ -203,7 +203,7 @@ class _Penalized(RunningAveragesSelector):
     penalty = ""
 
     def __init__(self, budget=10, task="regression", forgetting=None, ridge="auto", refit=True, exact=True,
-                 max_steps=100, tol=1e-7, max_sweeps=10_000):
+                 max_steps=100, tol=1e-7, max_sweeps=100_000):
         super().__init__(budget, task, forgetting, ridge, refit)
         self.exact = exact
         self.max_steps = max_steps
@@ -237,7 +237,7 @@ class OElasticNet(_Penalized):
     method, penalty = "oelnet", "elnet"
 
     def __init__(self, budget=10, task="regression", forgetting=None, ridge="auto", refit=True, exact=True,
-                 max_steps=100, tol=1e-7, max_sweeps=10_000, l1_ratio=0.5):
+                 max_steps=100, tol=1e-7, max_sweeps=100_000, l1_ratio=0.5):
         super().__init__(budget, task, forgetting, ridge, refit, exact, max_steps, tol, max_sweeps)
         self.l1_ratio = l1_ratio
 
@@ -251,7 +251,7 @@ class OMCP(_Penalized):
     method, penalty = "omcp", "mcp"
 
     def __init__(self, budget=10, task="regression", forgetting=None, ridge="auto", refit=True, exact=True,
-                 max_steps=100, tol=1e-7, max_sweeps=10_000, gamma=3.0):
+                 max_steps=100, tol=1e-7, max_sweeps=100_000, gamma=3.0):
         super().__init__(budget, task, forgetting, ridge, refit, exact, max_steps, tol, max_sweeps)
         self.gamma = gamma
 
