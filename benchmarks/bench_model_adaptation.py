@@ -30,8 +30,14 @@ The plot (``model_adaptation.png``, like Fig. 5.5, left to right): the true coef
 OFSA coefficients without and with adaptation in run 0 (true features in colour, the others in grey);
 the RMSE over ``t`` of both, averaged over the runs, with the population limits dashed.
 
+**BLAS threads.** The matrices are 100 x 100: threaded BLAS only adds overhead, and on a shared
+machine its spinning threads made the loop ~10x slower (150 periods: 25 s with 2 threads, 2-3 s with 1,
+at a load of ~5.5 on 2 cores). The script sets ``OPENBLAS_NUM_THREADS`` /
+``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` to 1 before numpy is imported (``asyos._env.pin_blas_threads``;
+a value the user has set is kept).
+
     python benchmarks/bench_model_adaptation.py          # 20 runs x 1000 periods, every period extracted
-                                                         # (~5-8 min wall on a shared 2-core machine)
+                                                         # (~5 min wall, 1 core, on a shared 2-core machine)
     python benchmarks/bench_model_adaptation.py --quick  # seconds, for CI (p = 50, k = 5, T = 60 periods
                                                          # of 200 observations, rate 0.1, 2 runs)
 """
@@ -40,12 +46,16 @@ from __future__ import annotations
 import os
 import time
 
-import numpy as np
+from asyos._env import pin_blas_threads
 
-from asyos.benchmarking.common import Run, choose_profile, fmt, mean_std, parser, plot, print_table
+pin_blas_threads()                # one BLAS thread (unless the user set one) before numpy is imported
 
-from asyos.learners import extractors as E
-from asyos.stats import RunningAverages
+import numpy as np  # noqa: E402
+
+from asyos.benchmarking.common import Run, choose_profile, fmt, mean_std, parser, plot, print_table  # noqa: E402
+
+from asyos.learners import extractors as E  # noqa: E402
+from asyos.stats import RunningAverages  # noqa: E402
 
 PROFILES = {
     "paper": {"p": 100, "k": 10, "alpha": 1.0, "a": 0.4, "b": 0.6, "T": 1000, "shift": 100,
