@@ -49,11 +49,13 @@ the measured library files is stored (``sources_sha256``) and a change during th
 Core i5-4460S, measured there with ``time.process_time``) are printed next to ours when ``p`` and
 ``k`` are the thesis' (not in ``--quick``). Table 5.2's ``n = 1e3`` row is garbled in our copy; its
 Lasso time 4.332 s and OLS-th 0.052 s come from Table A.1 (5.326 s there is SADMM's). The thesis has
-no OLasso column. Known differences of protocol, not tuned away here: the authors' OElnet uses an l2
-weight of 0.001 (nearly the Lasso, hence its DR equal to Lasso's) while ours uses ``l1_ratio = 0.5``;
-the authors' ridge is added to the *unnormalized* sums ``n S_xx`` (so it is ``n`` times smaller on the
-correlation scale than ours), which matters at ``n = p``; their penalized solvers run a fixed number
-of (proximal) gradient or stochastic coordinate sweeps.
+no OLasso column. Known differences of protocol in the authors' public code, not tuned away here: their
+OElnet has an l2 weight of 0.001 (nearly the Lasso, hence its DR equal to Lasso's; ours: ``l1_ratio =
+0.5``); their OMCP uses ``b = 100`` (nearly the Lasso again; ours: ``gamma = 3``) with at most 500
+proximal-gradient steps of 0.001; their OLS-th ridge 0.05 is added to the *unnormalized* ``n S_xx``, i.e.
+5e-5 on the correlation scale at ``n = 1000`` (ours: 0.05). At ``n = p`` OLS-th hinges on that ridge: on
+this data a ridge of 0.05 (correlation scale) detects 100%, 5e-5 about 97%, 1e-5 about 80% (the
+thesis' 77.4%), 0 about 20%.
 
 **BLAS threads.** On a shared 2-core machine OpenBLAS' spinning threads made OLS-th (a 1000 x 1000
 Cholesky) 10-30x slower and the running-average updates 2x slower than one thread. The script sets
@@ -61,8 +63,8 @@ Cholesky) 10-30x slower and the running-average updates 2x slower than one threa
 (``asyos._env.pin_blas_threads``; a value the user has set is kept), so every method, scikit-learn's
 included, runs on one core. The thesis' times are from a 4-core i5 (``time.process_time``).
 
-    python benchmarks/bench_running_averages.py            # p = 1000, k = 100, 20 seeds (~10-15 min wall
-                                                           # on a shared 2-core machine; peak RSS ~0.6 GB)
+    python benchmarks/bench_running_averages.py            # p = 1000, k = 100, 20 seeds (~2 min CPU, 2-3 min
+                                                           # wall on a shared 2-core machine; peak RSS ~0.55 GB)
     python benchmarks/bench_running_averages.py --quick    # p = 200, k = 10, 2 seeds: seconds, for CI
 """
 from __future__ import annotations
