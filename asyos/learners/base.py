@@ -17,8 +17,8 @@ from ..errors import InputError
 from ..losses import get_loss
 
 
-class BudgetedSelector:
-    """Base of the learners that keep at most ``budget`` features."""
+class Parameters:
+    """``get_params`` / ``set_params`` / ``repr`` from the constructor's signature."""
 
     def get_params(self, deep=True):
         names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
@@ -35,6 +35,10 @@ class BudgetedSelector:
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
+
+
+class BudgetedSelector(Parameters):
+    """Base of the learners that keep at most ``budget`` features."""
 
     # -- validation -----------------------------------------------------------------------------
     def _validate_data(self, X, y):

@@ -1,0 +1,319 @@
+"""DFLS: add or remove features of a fitted group-lasso or l_p model without retraining
+(Li & Gu, *An Accuracy Guaranteed Online Solver for Learning in Dynamic Feature Space*).
+
+``DFLS(penalty="group_lasso" | "lp", alpha, exponent, groups)`` fits
+
+    min_w  1/(2n) ||X w - y||^2 + alpha R(w)
+
+with ``R`` the group lasso ``sum_g sqrt(d_g) ||w_g||`` (eq. 9) or ``sum_j |w_j|^p``, ``p > 1``
+(eq. 10), by a batch solver (FISTA with adaptive restart, or L-BFGS) finished by Newton steps on
+the active set. Then
+
+* ``add_features(X_new, groups=None)`` moves the model to the optimum on the old and new columns
+  by following the solution path in ``theta`` from 0 to 1 (Alg. 1-2; ``asyos.learners.solution_path``);
+* ``remove_features(indices)`` follows it from 1 to 0 (Alg. 3-4) and drops the columns.
+
+The result is the optimum a retraining would reach (to the solver's tolerance): ``kkt_residual_``
+says how far the model is from the optimality conditions (eq. 3), and ``path_`` keeps the path
+of the last change (its transition points, the ODE's work, ``coef_at(theta)``).
+
+By default the columns are centered and scaled to unit variance and ``y`` is centered (an
+unpenalized intercept, footnote 1 of the paper); each column's scale is its own, so adding or
+removing columns leaves the others untouched. ``coef_`` and ``intercept_`` are in the data's
+units; ``w_`` holds the coefficients of the standardized problem, which the penalty sees.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..data.dataset import as_float_matrix, as_label_vector
+from ..errors import InputError
+from .base import Parameters, check_positive_float
+from .batch_solvers import BatchResult, solve_batch
+from .penalties import GroupLasso, make_penalty
+from .solution_path import PathOptions, PathProblem, follow_path, newton_polish
+
+PENALTIES = ("group_lasso", "lp")
+DEFAULT_EXPONENT = 4.0
+
+
+class DFLS(Parameters):
+    """Group-lasso or l_p-penalized least squares whose feature set can grow and shrink.
+
+    Parameters
+    ----------
+    penalty : "group_lasso" (eq. 9) or "lp" (eq. 10).
+    alpha : the regularization weight (> 0).
+    exponent : ``p`` of the l_p penalty, > 1 (default 4, the paper's l_4); lp only.
+    groups : one group label per column of ``X`` (group lasso only); default: one group per column
+        (the lasso).
+    fit_intercept, standardize : center ``X`` and ``y`` / scale each column to unit variance.
+    tol : optimality tolerance of the initial fit, relative to ``max(1, ||X^T y / n||_inf)``.
+    ode_method, ode_rtol, ode_atol : ``scipy.integrate.solve_ivp``'s method and tolerances.
+    correction : ``gamma`` of the path's drift correction ``-gamma K^{-1} F`` (0: eq. 8 verbatim).
+    entry_step : ``eps`` of an entering group's start ``w_g = eps C_g / ||C_g||`` (Alg. 1, line 12),
+        relative to ``max(1, ||w||_inf)``.
+    start_theta : l_p only: where the path starts when adding, and where it stops when removing
+        (near ``theta = 0`` the l_p path is not differentiable).
+    """
+
+    def __init__(self, penalty="group_lasso", alpha=0.2, exponent=None, groups=None, fit_intercept=True,
+                 standardize=True, tol=1e-10, ode_method="RK45", ode_rtol=1e-6, ode_atol=1e-9, correction=10.0,
+                 entry_step=1e-8, start_theta=1e-3):
+        self.penalty = penalty
+        self.alpha = alpha
+        self.exponent = exponent
+        self.groups = groups
+        self.fit_intercept = fit_intercept
+        self.standardize = standardize
+        self.tol = tol
+        self.ode_method = ode_method
+        self.ode_rtol = ode_rtol
+        self.ode_atol = ode_atol
+        self.correction = correction
+        self.entry_step = entry_step
+        self.start_theta = start_theta
+
+    # -- parameters -----------------------------------------------------------------------------
+    def _check_params(self):
+        if self.penalty not in PENALTIES:
+            raise InputError(f"unknown penalty {self.penalty!r}; choose 'group_lasso' or 'lp'")
+        check_positive_float(self.alpha, "alpha")
+        if self.penalty == "lp":
+            p = DEFAULT_EXPONENT if self.exponent is None else check_positive_float(self.exponent, "exponent")
+            if p <= 1:
+                raise InputError(f"exponent must be > 1 (the l_p penalty is convex and smooth only then); "
+                                 f"got {self.exponent!r}")
+            if self.groups is not None:
+                raise InputError("groups apply to penalty='group_lasso' only")
+        elif self.exponent is not None:
+            raise InputError("exponent applies to penalty='lp' only")
+        check_positive_float(self.tol, "tol")
+        check_positive_float(self.ode_rtol, "ode_rtol")
+        check_positive_float(self.ode_atol, "ode_atol")
+        check_positive_float(self.correction, "correction", inclusive=True)
+        check_positive_float(self.entry_step, "entry_step")
+        start = check_positive_float(self.start_theta, "start_theta")
+        if start >= 0.5:
+            raise InputError(f"start_theta must be in (0, 0.5); got {self.start_theta!r}")
+        return PathOptions(method=self.ode_method, rtol=self.ode_rtol, atol=self.ode_atol,
+                           correction=float(self.correction), entry_step=float(self.entry_step),
+                           start_theta=float(self.start_theta))
+
+    @property
+    def exponent_(self) -> float:
+        return DEFAULT_EXPONENT if self.exponent is None else float(self.exponent)
+
+    # -- data -----------------------------------------------------------------------------------
+    def _columns(self, X, where, n_rows=None):
+        """``X`` validated, dense, and standardized with its own columns' means and scales."""
+        X = as_float_matrix(X, where)
+        if sp.issparse(X):
+            X = X.toarray()
+        if n_rows is not None and X.shape[0] != n_rows:
+            raise InputError(f"{where} has {X.shape[0]} rows but the model was fitted on {n_rows} samples; "
+                             f"new features must describe the same samples")
+        if X.shape[1] == 0:
+            raise InputError(f"{where} has no columns")
+        mean = X.mean(axis=0) if self.fit_intercept else np.zeros(X.shape[1])
+        Z = X - mean
+        scale = np.sqrt(np.mean(Z * Z, axis=0)) if self.standardize else np.ones(X.shape[1])
+        flat = np.flatnonzero(np.sqrt(np.mean(Z * Z, axis=0)) <= 1e-12 * max(1.0, np.max(np.abs(X), initial=0)))
+        if flat.size:
+            raise InputError(f"column{'s' if flat.size > 1 else ''} {', '.join(map(str, flat[:10]))} of {where} "
+                             f"{'are' if flat.size > 1 else 'is'} constant"
+                             f"{' (the intercept already covers a constant)' if self.fit_intercept else ''}; "
+                             f"DFLS needs columns that vary")
+        return Z / scale, mean, scale
+
+    def _labels_for(self, groups, n_columns, where, existing=None):
+        if self.penalty != "group_lasso":
+            if groups is not None:
+                raise InputError("groups apply to penalty='group_lasso' only")
+            return None
+        if groups is None:
+            start = 0
+            if existing is not None and existing.size:
+                if not np.issubdtype(existing.dtype, np.integer):
+                    raise InputError(f"the model's groups are labelled {existing.dtype} values; give {where} "
+                                     f"labels for the new columns")
+                start = int(existing.max()) + 1
+            return np.arange(start, start + n_columns)
+        labels = np.asarray(groups)
+        if labels.ndim != 1 or labels.shape[0] != n_columns:
+            raise InputError(f"{where} must give one label per column ({n_columns}); got shape {labels.shape}")
+        if existing is not None:
+            clash = np.intersect1d(labels, existing)
+            if clash.size:
+                raise InputError(f"group label{'s' if clash.size > 1 else ''} {', '.join(map(str, clash[:10]))} "
+                                 f"already belong{'' if clash.size > 1 else 's'} to the model; new features must "
+                                 f"form new groups (a group's size is part of its penalty)")
+            if np.issubdtype(existing.dtype, np.number) != np.issubdtype(labels.dtype, np.number):
+                raise InputError(f"{where} labels must be of the same kind as the model's ({existing.dtype})")
+        return labels
+
+    def _make_penalty(self, labels, n_columns):
+        return make_penalty(self.penalty, labels=labels, exponent=self.exponent_, n_features=n_columns)
+
+    # -- fit ------------------------------------------------------------------------------------
+    def fit(self, X, y):
+        """Solve the batch problem on ``X`` (FISTA or L-BFGS, then Newton on the active set)."""
+        self._check_params()
+        Z, mean, scale = self._columns(X, "X")
+        n = Z.shape[0]
+        if n < 2:
+            raise InputError(f"X has {n} row; DFLS needs at least 2 samples")
+        y = as_label_vector(y, n, "y")
+        self.y_mean_ = float(y.mean()) if self.fit_intercept else 0.0
+        self.y_ = y - self.y_mean_
+        self.X_ = Z
+        self.x_mean_, self.x_scale_ = mean, scale
+        self.groups_ = self._labels_for(self.groups, Z.shape[1], "groups")
+        self.gram_ = Z.T @ Z / n
+        self.xty_ = Z.T @ self.y_ / n
+        penalty = self._make_penalty(self.groups_, Z.shape[1])
+        self.fit_result_ = self._solve(penalty, w0=None)
+        self.w_ = self.fit_result_.coef
+        self.path_ = None
+        self._finish(penalty)
+        return self
+
+    def _solve(self, penalty, w0) -> BatchResult:
+        """Batch solve on the stored data, then Newton on the active set; tighten the batch
+        tolerance if the active set it found is not the optimal one."""
+        problem = PathProblem(self.gram_, self.xty_, np.zeros(self.gram_.shape[0], dtype=bool), penalty, self.alpha)
+        target = self.tol * problem.scale_
+        tol = 1e-6
+        total_iter, seconds = 0, 0.0
+        while True:
+            result = solve_batch(self.X_, self.y_, self.alpha, penalty, w0=w0, tol=tol)
+            total_iter += result.n_iter
+            seconds += result.seconds
+            w, _, _ = newton_polish(problem, result.coef, 1.0, problem.active_groups(result.coef), 0.1 * target)
+            kkt = problem.kkt_residual(w, 1.0)
+            if kkt <= target or tol <= 1e-15:
+                return BatchResult(w, total_iter, kkt <= target, seconds, kkt)
+            w0, tol = result.coef, tol * 1e-3
+
+    def _finish(self, penalty):
+        problem = PathProblem(self.gram_, self.xty_, np.zeros(self.gram_.shape[0], dtype=bool), penalty, self.alpha)
+        self.kkt_residual_ = problem.kkt_residual(self.w_, 1.0)
+        self.n_features_in_ = self.w_.size
+        self.coef_ = self.w_ / self.x_scale_
+        self.intercept_ = self.y_mean_ - float(self.x_mean_ @ self.coef_)
+        self.support_ = np.flatnonzero(self.w_)
+
+    # -- the dynamic feature space --------------------------------------------------------------
+    def add_features(self, X_new, groups=None):
+        """Add the columns ``X_new`` (same rows as ``fit``'s ``X``) by following the path from
+        ``theta = 0`` to 1; ``groups`` labels them (new labels; default one group per column)."""
+        self._check_fitted()
+        options = self._check_params()
+        Zn, mean, scale = self._columns(X_new, "X_new", n_rows=self.X_.shape[0])
+        labels = self._labels_for(groups, Zn.shape[1], "groups", existing=self.groups_)
+        n, m = self.X_.shape
+        cross = self.X_.T @ Zn / n
+        gram = np.block([[self.gram_, cross], [cross.T, Zn.T @ Zn / n]])
+        xty = np.concatenate([self.xty_, Zn.T @ self.y_ / n])
+        all_labels = None if labels is None else np.concatenate([self.groups_, labels])
+        penalty = self._make_penalty(all_labels, m + Zn.shape[1])
+        moving = np.r_[np.zeros(m, dtype=bool), np.ones(Zn.shape[1], dtype=bool)]
+        problem = PathProblem(gram, xty, moving, penalty, self.alpha)
+        w, self.path_ = follow_path(problem, np.r_[self.w_, np.zeros(Zn.shape[1])], "add", options)
+        self.X_ = np.hstack([self.X_, Zn])
+        self.gram_, self.xty_, self.w_ = gram, xty, w
+        self.x_mean_ = np.r_[self.x_mean_, mean]
+        self.x_scale_ = np.r_[self.x_scale_, scale]
+        self.groups_ = all_labels
+        self._finish(penalty)
+        return self
+
+    def remove_features(self, indices):
+        """Remove the columns ``indices`` (of the current feature set; for group lasso whole
+        groups) by following the path from ``theta = 1`` to 0."""
+        self._check_fitted()
+        options = self._check_params()
+        m = self.w_.size
+        moving = self._removal_mask(indices, m)
+        penalty = self._make_penalty(self.groups_, m)
+        if isinstance(penalty, GroupLasso):
+            for g, members in enumerate(penalty.members):
+                if 0 < moving[members].sum() < members.size:
+                    raise InputError(f"indices split group {penalty.group_labels[g]!r} (features "
+                                     f"{', '.join(map(str, members[:10]))}); remove whole groups")
+        problem = PathProblem(self.gram_, self.xty_, moving, penalty, self.alpha)
+        w, self.path_ = follow_path(problem, self.w_, "remove", options)
+        keep = ~moving
+        self.X_ = self.X_[:, keep]
+        self.gram_ = self.gram_[np.ix_(keep, keep)]
+        self.xty_ = self.xty_[keep]
+        self.w_ = w[keep]
+        self.x_mean_, self.x_scale_ = self.x_mean_[keep], self.x_scale_[keep]
+        if self.groups_ is not None:
+            self.groups_ = self.groups_[keep]
+        self._finish(self._make_penalty(self.groups_, int(keep.sum())))
+        return self
+
+    @staticmethod
+    def _removal_mask(indices, m):
+        idx = np.asarray(indices)
+        if idx.dtype == bool:
+            if idx.shape != (m,):
+                raise InputError(f"a boolean mask of features to remove must have length {m}; got shape {idx.shape}")
+            mask = idx.copy()
+        else:
+            if idx.ndim == 0:
+                idx = idx.reshape(1)
+            if idx.ndim != 1 or not all(isinstance(i, numbers.Integral) for i in idx.tolist()):
+                raise InputError(f"indices must be a list of feature indices (integers); got {indices!r}")
+            idx = idx.astype(np.intp)
+            bad = idx[(idx < 0) | (idx >= m)]
+            if bad.size:
+                raise InputError(f"feature index {int(bad[0])} is out of range: the model has {m} features")
+            if np.unique(idx).size != idx.size:
+                raise InputError("indices name a feature more than once")
+            mask = np.zeros(m, dtype=bool)
+            mask[idx] = True
+        if not mask.any():
+            raise InputError("no feature to remove")
+        if mask.all():
+            raise InputError(f"cannot remove every feature ({m}); fit a new model instead")
+        return mask
+
+    # -- comparisons ----------------------------------------------------------------------------
+    def batch_solve(self, w0=None, tol=1e-7) -> BatchResult:
+        """Retrain on the current columns with the batch solver (cold start, or warm from
+        ``w0``, coefficients of the standardized problem): the baseline DFLS replaces."""
+        self._check_fitted()
+        return solve_batch(self.X_, self.y_, self.alpha, self._make_penalty(self.groups_, self.w_.size),
+                           w0=w0, tol=tol)
+
+    # -- fitted face ----------------------------------------------------------------------------
+    def _check_fitted(self):
+        if not hasattr(self, "w_"):
+            raise InputError("this DFLS is not fitted yet; call fit(X, y) first")
+
+    def decision_function(self, X):
+        self._check_fitted()
+        X = as_float_matrix(X, "X")
+        if X.shape[1] != self.n_features_in_:
+            raise InputError(f"X has {X.shape[1]} features, but the model has {self.n_features_in_}")
+        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+
+    predict = decision_function
+
+    def score(self, X, y):
+        """R^2 of ``predict(X)``."""
+        y = as_label_vector(y, X.shape[0], "y")
+        resid = y - self.predict(X)
+        total = np.sum((y - y.mean()) ** 2)
+        return float(1.0 - resid @ resid / total) if total > 0 else float("nan")
+
+    def objective(self) -> float:
+        """``1/(2n) ||X w - y||^2 + alpha R(w)`` of the standardized problem."""
+        self._check_fitted()
+        r = self.X_ @ self.w_ - self.y_
+        return 0.5 * (r @ r) / r.size + self.alpha * self._make_penalty(self.groups_, self.w_.size).value(self.w_)

@@ -1,0 +1,134 @@
+"""The two regularizers of DFLS (Li & Gu): group lasso (eq. 9) and the l_p penalty, p > 1 (eq. 10).
+
+Both act on a coefficient vector ``w`` over the columns of the design; a ``Penalty`` knows its
+value, its gradient and Hessian where it is differentiable (App. B: eq. 15 and the blocks ``B_g``),
+its proximal operator (for FISTA) and how far a point is from stationarity (the KKT residual).
+
+* ``GroupLasso(labels)``: ``R(w) = sum_g sqrt(d_g) ||w_g||_2`` over the groups given by one label
+  per column. A group is *active* when ``w_g != 0``; on the active groups ``R`` is smooth.
+* ``LpNorm(exponent)``: ``R(w) = sum_j |w_j|^p``; smooth everywhere for ``p > 1`` (its Hessian
+  ``p (p - 1) |w|^(p - 2)`` is zero at 0 for ``p > 2`` and unbounded there for ``p < 2``). It
+  brings no sparsity, so it has no transition points: every column is one group of its own that
+  is always active.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+
+
+class GroupLasso:
+    """``R(w) = sum_g sqrt(d_g) ||w_g||`` (eq. 9); ``labels[j]`` is the group of column ``j``."""
+
+    sparse = True
+    name = "group_lasso"
+
+    def __init__(self, labels):
+        labels = np.asarray(labels)
+        if labels.ndim != 1:
+            raise InputError(f"groups must be one label per feature; got an array of shape {labels.shape}")
+        self.labels = labels
+        self.group_labels, inverse = np.unique(labels, return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(self.group_labels.size + 1))
+        self.members = [order[bounds[g]:bounds[g + 1]] for g in range(self.group_labels.size)]
+        self.weights = np.sqrt([m.size for m in self.members])
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.members)
+
+    def group_norms(self, w) -> np.ndarray:
+        return np.array([np.linalg.norm(w[m]) for m in self.members])
+
+    def value(self, w) -> float:
+        return float(self.weights @ self.group_norms(w))
+
+    def prox(self, v, step) -> np.ndarray:
+        """``argmin_w R(w) step + 1/2 ||w - v||^2``: each group shrunk towards 0 by ``step sqrt(d_g)``."""
+        out = np.zeros_like(v)
+        for m, weight in zip(self.members, self.weights):
+            norm = np.linalg.norm(v[m])
+            if norm > step * weight:
+                out[m] = v[m] * (1.0 - step * weight / norm)
+        return out
+
+    def gradient(self, w, columns, groups) -> np.ndarray:
+        """``dR/dw`` on ``columns``, the members of the (active, non-zero) ``groups`` in order."""
+        out = np.empty(columns.size)
+        at = 0
+        for g in groups:
+            wg = w[self.members[g]]
+            out[at:at + wg.size] = self.weights[g] * wg / np.linalg.norm(wg)
+            at += wg.size
+        return out
+
+    def hessian(self, w, columns, groups) -> np.ndarray:
+        """Block diagonal ``B_g = sqrt(d_g) (||w_g||^2 I - w_g w_g^T) / ||w_g||^3`` (App. B.1)."""
+        out = np.zeros((columns.size, columns.size))
+        at = 0
+        for g in groups:
+            wg = w[self.members[g]]
+            norm = np.linalg.norm(wg)
+            k = wg.size
+            if k > 1:
+                out[at:at + k, at:at + k] = self.weights[g] * (np.eye(k) / norm - np.outer(wg, wg) / norm ** 3)
+            at += k
+        return out
+
+    def stationarity(self, w, loss_gradient, alpha) -> np.ndarray:
+        """Per group, how far ``0 in loss_gradient + alpha dR(w)`` is from holding: for an active
+        group ``||g_g + alpha sqrt(d_g) w_g / ||w_g|| ||``, for an inactive one
+        ``max(0, ||g_g|| - alpha sqrt(d_g))`` (eqs. 15-16)."""
+        out = np.empty(self.n_groups)
+        for g, (m, weight) in enumerate(zip(self.members, self.weights)):
+            wg, gg = w[m], loss_gradient[m]
+            norm = np.linalg.norm(wg)
+            if norm > 0:
+                out[g] = np.linalg.norm(gg + alpha * weight * wg / norm)
+            else:
+                out[g] = max(0.0, np.linalg.norm(gg) - alpha * weight)
+        return out
+
+
+class LpNorm:
+    """``R(w) = sum_j |w_j|^p``, ``p > 1`` (eq. 10)."""
+
+    sparse = False
+    name = "lp"
+
+    def __init__(self, exponent, n_features):
+        self.exponent = float(exponent)
+        self.members = [np.array([j]) for j in range(n_features)]
+        self.weights = np.ones(n_features)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.members)
+
+    def value(self, w) -> float:
+        return float(np.sum(np.abs(w) ** self.exponent))
+
+    def gradient(self, w, columns, groups=None) -> np.ndarray:
+        wc = w[columns]
+        return self.exponent * np.abs(wc) ** (self.exponent - 1.0) * np.sign(wc)
+
+    def hessian_diagonal(self, w, columns) -> np.ndarray:
+        p = self.exponent
+        with np.errstate(divide="ignore"):
+            return p * (p - 1.0) * np.abs(w[columns]) ** (p - 2.0)
+
+    def hessian(self, w, columns, groups=None) -> np.ndarray:
+        return np.diag(self.hessian_diagonal(w, columns))
+
+    def stationarity(self, w, loss_gradient, alpha) -> np.ndarray:
+        return np.abs(loss_gradient + alpha * self.gradient(w, np.arange(w.size)))
+
+
+def make_penalty(penalty: str, labels=None, exponent=None, n_features=None):
+    if penalty == "group_lasso":
+        return GroupLasso(np.arange(n_features) if labels is None else labels)
+    if penalty == "lp":
+        return LpNorm(exponent, n_features)
+    raise InputError(f"unknown penalty {penalty!r}; choose 'group_lasso' or 'lp'")

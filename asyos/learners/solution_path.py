@@ -1,0 +1,487 @@
+"""Following the DFLS solution path in theta (Li & Gu, Secs. 3.2-3.3, App. B and E).
+
+A block of columns *moves*: it is scaled by ``theta`` (``phi_theta = theta``, Sec. 4), so the
+problem (eq. 2)
+
+    min_w  1/(2n) ||X_old w_old + theta X_new w_new - y||^2 + alpha R(w)
+
+is the old model at ``theta = 0`` and the model on all columns at ``theta = 1``. Adding features
+follows its optimum from 0 to 1, removing them from 1 to 0. Everything is computed from the Gram
+matrix ``G = X^T X / n`` and ``c = X^T y / n`` of all the columns involved, so one step of the
+path costs ``O(|J|^3)`` for the ``|J|`` active columns, independent of ``n``.
+
+The path is piecewise smooth; the pieces end at *transition points* where a group enters or
+leaves the active set.
+
+* **Phase I (eq. 7)**: while no moving group is active, ``w`` does not change with ``theta``;
+  when adding, the first moving group ``g`` enters at ``theta = alpha sqrt(d_g) / ||C_g||``,
+  ``C_g = X_g^T (y - X w) / n``, computed in closed form.
+* **Phase II (eq. 8)**: on a piece with fixed active columns ``J``, ``K dw_J/dtheta = -dF/dtheta``
+  where ``F(theta, w_J) = 0`` is the optimality condition (eqs. 11-12) and
+  ``K = s G_JJ s + alpha Hess R`` (Theorem 1; ``s`` the column scales). ``K`` is symmetric
+  (Theorem 3): it is factored by Cholesky, never inverted. ``scipy.integrate.solve_ivp``
+  integrates the ODE; one event function, the smallest of all groups' margins, stops it at the
+  next transition point: an active group whose ``w_g`` turns to point against where it pointed
+  at the start of the piece (it passed through 0, App. B.1) leaves and is set to 0; an inactive
+  group whose ``||s_g C_g||`` reaches ``alpha sqrt(d_g)`` enters with ``w_g = eps C_g`` (Alg. 1,
+  line 12). Integration restarts there.
+
+Numerical choices of ours (the paper leaves them open):
+
+* The vector field carries a correction ``-gamma K^{-1} F`` (``correction=gamma``). On the exact
+  path ``F = 0`` and it vanishes; off the path (integration error, the ``eps`` start of an
+  entering group) it makes ``F`` decay like ``exp(-gamma |theta - theta_0|)`` instead of staying
+  constant as it would under eq. 8 alone. ``correction=0`` is eq. 8 verbatim.
+* At every transition point and at the end, a few Newton steps on the active columns
+  (``polish``) bring ``F`` to rounding level. The residual before this last polish is kept as
+  ``kkt_residual_path``, the ODE's own accuracy.
+* l_p: at ``theta = 0`` the moving coefficients are 0 and ``K`` is singular there (their
+  ``V`` block is ``theta^2 ... + alpha p (p-1) |0|^(p-2)``), while ``w_new`` grows like
+  ``theta^(1/(p-1))``. Adding starts at ``theta_0 = start_theta`` from that asymptotic form,
+  Newton-corrected; removing integrates down to ``start_theta``, then sets the moving
+  coefficients to 0 and polishes the rest (Alg. 4, line 4).
+* If the end point still violates optimality (a transition the event missed), the result is
+  finished by warm-started FISTA on the Gram matrix and ``fallback`` is set. The tests require
+  that this does not happen on their problems.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.integrate
+import scipy.linalg
+
+from ..errors import ConvergenceWarning
+from .batch_solvers import fista
+from .penalties import GroupLasso
+
+MARGIN_TOL = 1e-7          # groups within this margin of a transition at an event change state
+LEAVE_FRACTION = 1e-5      # an active group leaves when it has shrunk to this fraction of its size
+
+
+@dataclass
+class PathOptions:
+    method: str = "RK45"
+    rtol: float = 1e-6
+    atol: float = 1e-9
+    correction: float = 10.0
+    entry_step: float = 1e-8
+    start_theta: float = 1e-3
+    polish: bool = True
+    max_transitions: int | None = None
+
+
+@dataclass
+class PathSegment:
+    theta_from: float
+    theta_to: float
+    columns: np.ndarray                 # the active columns J while the segment lasts
+    kind: str                           # "constant" (Phase I), "ode" (Phase II) or "start" (l_p near 0)
+    coef_from: np.ndarray               # the full w at theta_from
+    coef_to: np.ndarray
+    solution: object = None             # scipy OdeSolution of w_J (kind "ode")
+
+    def contains(self, theta) -> bool:
+        lo, hi = sorted((self.theta_from, self.theta_to))
+        return lo - 1e-15 <= theta <= hi + 1e-15
+
+    def coef_at(self, theta) -> np.ndarray:
+        if self.kind == "constant":
+            return self.coef_from.copy()
+        if self.kind == "start":
+            span = self.theta_to - self.theta_from
+            frac = 0.0 if span == 0 else (theta - self.theta_from) / span
+            return self.coef_from + frac * (self.coef_to - self.coef_from)
+        w = np.zeros_like(self.coef_from)
+        w[self.columns] = self.solution(theta)
+        return w
+
+
+@dataclass
+class SolutionPath:
+    """The path of the last ``add_features`` / ``remove_features``; ``coef_at(theta)`` reads it.
+
+    Coefficients are those of the standardized problem, over the columns *during* the change
+    (old columns then added ones when adding; all columns before the removal when removing)."""
+    direction: str                      # "add" or "remove"
+    moving: np.ndarray                  # mask of the columns scaled by theta
+    segments: list = field(default_factory=list)
+    transitions: list = field(default_factory=list)   # dicts: theta, group, event, moving
+    phase1_theta: float | None = None   # add: where Phase I ends (eq. 7, clipped to 1)
+    n_rhs: int = 0                      # evaluations of the ODE's right-hand side
+    n_newton: int = 0
+    kkt_residual_path: float = np.nan   # at the end point, before the final polish
+    kkt_residual: float = np.nan        # at the end point, after it
+    fallback: bool = False
+    seconds: float = 0.0
+
+    @property
+    def transition_thetas(self) -> np.ndarray:
+        return np.array([t["theta"] for t in self.transitions])
+
+    def coef_at(self, theta) -> np.ndarray:
+        for seg in self.segments:
+            if seg.contains(theta):
+                return seg.coef_at(theta)
+        raise ValueError(f"theta = {theta} is outside the path")
+
+    def sample(self, n_points=201):
+        """``(thetas, coefs)`` on a grid over the path plus every segment end."""
+        lo = min(min(s.theta_from, s.theta_to) for s in self.segments)
+        hi = max(max(s.theta_from, s.theta_to) for s in self.segments)
+        ends = [s.theta_from for s in self.segments] + [s.theta_to for s in self.segments]
+        thetas = np.unique(np.concatenate([np.linspace(lo, hi, n_points), ends]))
+        return thetas, np.array([self.coef_at(t) for t in thetas])
+
+
+class PathProblem:
+    """The quadratic problem of eq. 2 on Gram form: ``1/2 u^T G u - c^T u + alpha R(w)``, ``u = s w``,
+    ``s_j = theta`` on the moving columns and 1 elsewhere."""
+
+    def __init__(self, gram, xty, moving, penalty, alpha):
+        self.gram = gram
+        self.xty = xty
+        self.moving = np.asarray(moving, dtype=bool)
+        self.penalty = penalty
+        self.alpha = float(alpha)
+        self.sparse = isinstance(penalty, GroupLasso)
+        self.group_of = np.empty(gram.shape[0], dtype=np.intp)
+        for g, m in enumerate(penalty.members):
+            self.group_of[m] = g
+        self.group_moving = np.array([self.moving[m].any() for m in penalty.members])
+        self.scale_ = max(1.0, float(np.max(np.abs(xty), initial=0.0)))   # units of the gradient
+
+    def scale(self, theta) -> np.ndarray:
+        return np.where(self.moving, theta, 1.0)
+
+    def columns_of(self, groups) -> np.ndarray:
+        if len(groups) == 0:
+            return np.zeros(0, dtype=np.intp)
+        return np.concatenate([self.penalty.members[g] for g in groups])
+
+    def active_groups(self, w) -> list:
+        return [g for g, m in enumerate(self.penalty.members) if np.any(w[m] != 0)]
+
+    def loss_gradient(self, w, theta) -> np.ndarray:
+        s = self.scale(theta)
+        nz = np.flatnonzero(w)
+        return s * (self.gram[:, nz] @ (s[nz] * w[nz]) - self.xty)
+
+    def objective(self, w, theta) -> float:
+        u = self.scale(theta) * w
+        nz = np.flatnonzero(u)
+        return 0.5 * u[nz] @ self.gram[np.ix_(nz, nz)] @ u[nz] - self.xty[nz] @ u[nz] \
+            + self.alpha * self.penalty.value(w)
+
+    def kkt_residual(self, w, theta) -> float:
+        groups = self.penalty.stationarity(w, self.loss_gradient(w, theta), self.alpha)
+        if theta == 0:          # moving columns do not exist at theta = 0
+            groups = groups[~self.group_moving]
+        return float(np.max(groups, initial=0.0))
+
+    # -- on the active columns J ----------------------------------------------------------------
+    def system(self, w, theta, columns, groups):
+        """``F`` (eqs. 11-12), ``dF/dtheta`` and ``K`` (Theorem 1) on ``columns``."""
+        s = np.where(self.moving[columns], theta, 1.0)
+        ds = self.moving[columns].astype(float)
+        wj = w[columns]
+        G = self.gram[np.ix_(columns, columns)]
+        r = G @ (s * wj) - self.xty[columns]
+        F = s * r + self.alpha * self.penalty.gradient(w, columns, groups)
+        dF = ds * r + s * (G @ (ds * wj))
+        K = s[:, None] * G * s[None, :] + self.alpha * self.penalty.hessian(w, columns, groups)
+        return F, dF, K
+
+    def margins(self, w, theta, groups, reference):
+        """Distance of every group from a transition: active ``g``: ``<w_g, w_g^0> / ||w_g^0||^2``
+        minus ``LEAVE_FRACTION`` (1 at the segment start, 0 just before ``w_g`` passes through 0:
+        the vector field jumps at 0, where ``dR`` does, so an integrator would stall trying to
+        step across it; the Newton polish at the transition removes the small difference); inactive ``g``:
+        ``1 - ||s_g C_g|| / (alpha sqrt(d_g))``."""
+        out = np.empty(self.penalty.n_groups)
+        active = np.zeros(self.penalty.n_groups, dtype=bool)
+        active[groups] = True
+        for g in groups:
+            m = self.penalty.members[g]
+            out[g] = np.dot(w[m], reference[m]) / np.dot(reference[m], reference[m]) - LEAVE_FRACTION
+        inactive = np.flatnonzero(~active)
+        if inactive.size:
+            grad = self.loss_gradient(w, theta)
+            for g in inactive:
+                m = self.penalty.members[g]
+                out[g] = 1.0 - np.linalg.norm(grad[m]) / (self.alpha * self.penalty.weights[g])
+        return out
+
+
+def solve_symmetric(K, b):
+    """``K^{-1} b`` for the symmetric ``K``: Cholesky, or a symmetric indefinite solve if ``K`` is
+    not positive definite."""
+    try:
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(K, check_finite=False), b, check_finite=False)
+    except (np.linalg.LinAlgError, ValueError):
+        return scipy.linalg.solve(K, b, assume_a="sym", check_finite=False)
+
+
+def newton_polish(problem: PathProblem, w, theta, groups, tol, max_iter=50):
+    """Newton steps with backtracking on the smooth problem over ``groups``' columns at ``theta``.
+    Returns ``(w, steps, converged)``; stops early if a group collapses to 0 (the active set is
+    then wrong and the caller must not trust the result)."""
+    w = w.copy()
+    columns = problem.columns_of(groups)
+    if columns.size == 0:
+        return w, 0, True
+    for it in range(max_iter):
+        F, _, K = problem.system(w, theta, columns, groups)
+        if np.max(np.abs(F)) <= tol:
+            return w, it, True
+        direction = -solve_symmetric(K, F)
+        f0 = problem.objective(w, theta)
+        slope = F @ direction
+        step = 1.0
+        while step > 1e-12:
+            trial = w.copy()
+            trial[columns] += step * direction
+            if problem.sparse and any(not np.any(trial[problem.penalty.members[g]]) for g in groups):
+                step *= 0.5
+                continue
+            if problem.objective(trial, theta) <= f0 + 1e-4 * step * min(slope, 0.0) + 1e-15 * abs(f0):
+                break
+            step *= 0.5
+        w = trial
+        if problem.sparse and min(np.linalg.norm(w[problem.penalty.members[g]]) for g in groups) \
+                <= 1e-12 * max(1.0, np.max(np.abs(w))):
+            return w, it + 1, False
+    F, _, _ = problem.system(w, theta, columns, groups)
+    return w, max_iter, bool(np.max(np.abs(F)) <= tol)
+
+
+class _Follower:
+    """One walk along the path from ``theta_from`` to ``theta_to``."""
+
+    def __init__(self, problem: PathProblem, options: PathOptions, direction: str):
+        self.problem = problem
+        self.opt = options
+        self.path = SolutionPath(direction=direction, moving=problem.moving.copy())
+        self.tol = 1e-10 * problem.scale_
+        self.last = None                  # where the walk was before its current piece
+        self.max_transitions = options.max_transitions if options.max_transitions is not None \
+            else 10 * problem.penalty.n_groups + 50
+
+    # -- pieces ---------------------------------------------------------------------------------
+    def polish(self, w, theta, groups):
+        if not self.opt.polish:
+            return w
+        w, steps, _ = newton_polish(self.problem, w, theta, groups, self.tol)
+        self.path.n_newton += steps
+        return w
+
+    def integrate(self, w, theta, theta_to, groups, events=True):
+        """One smooth piece; returns ``(w, theta_reached, stopped_at_event)``."""
+        pb, opt = self.problem, self.opt
+        columns = pb.columns_of(groups)
+        reference = w.copy()
+        full = w.copy()
+        # a group that starts a piece a little past its threshold (it left slightly early, see
+        # ``margins``) must not hide the others' crossings: each group's margin is measured from
+        # min(0, its start value)
+        offset = np.minimum(pb.margins(w, theta, groups, reference), 0.0) if pb.sparse else None
+
+        def state(t, y):
+            full[columns] = y
+            return full
+
+        def rhs(t, y):
+            self.path.n_rhs += 1
+            F, dF, K = pb.system(state(t, y), t, columns, groups)
+            return -solve_symmetric(K, dF + opt.correction * F)
+
+        def event(t, y):
+            return float(np.min(pb.margins(state(t, y), t, groups, reference) - offset)) + MARGIN_TOL
+        event.terminal = True
+        event.direction = -1
+
+        sol = scipy.integrate.solve_ivp(rhs, (theta, theta_to), w[columns], method=opt.method, rtol=opt.rtol,
+                                        atol=opt.atol, dense_output=True,
+                                        events=event if (events and pb.sparse) else None)
+        if sol.status == -1:
+            raise _PathBroken(f"the ODE solver failed at theta = {sol.t[-1]:.6g} ({sol.message})")
+        stopped = sol.status == 1 and sol.t_events[0].size > 0
+        t_end = float(sol.t_events[0][0]) if stopped else float(sol.t[-1])
+        y_end = sol.y_events[0][0] if stopped else sol.y[:, -1]
+        w_end = w.copy()
+        w_end[columns] = y_end
+        self.path.segments.append(PathSegment(theta, t_end, columns, "ode", w.copy(), w_end.copy(), sol.sol))
+        return w_end, t_end, (reference, offset) if stopped else None
+
+    def transition(self, w, theta, groups, piece):
+        """At an event: move the groups at a transition, polish, start the entering ones."""
+        pb = self.problem
+        reference, offset = piece
+        margins = pb.margins(w, theta, groups, reference) - offset
+        changing = set(np.flatnonzero(margins <= MARGIN_TOL).tolist()) | {int(np.argmin(margins))}
+        leaving = [g for g in changing if g in groups]
+        entering = [g for g in changing if g not in groups]
+        for g in leaving:
+            w[pb.penalty.members[g]] = 0.0
+            self.record(theta, g, "leave")
+        staying = [g for g in groups if g not in leaving]
+        w = self.polish(w, theta, staying)
+        w = self.enter(w, theta, entering)
+        return w, staying + entering
+
+    def enter(self, w, theta, entering):
+        """``w_g = eps C_g / ||C_g||`` for each entering group (Alg. 1, line 12)."""
+        pb = self.problem
+        grad = pb.loss_gradient(w, theta)
+        eps = self.opt.entry_step * max(1.0, float(np.max(np.abs(w), initial=0.0)))
+        for g in entering:
+            m = pb.penalty.members[g]
+            w[m] = -eps * grad[m] / np.linalg.norm(grad[m])
+            self.record(theta, g, "enter")
+        return w
+
+    def record(self, theta, g, event):
+        pb = self.problem
+        label = pb.penalty.group_labels[g].item() if problem_is_grouped(pb) else g
+        self.path.transitions.append(dict(theta=float(theta), group=label, event=event,
+                                          moving=bool(pb.group_moving[g])))
+        if len(self.path.transitions) > self.max_transitions:
+            raise _PathBroken(f"the path crossed more than {self.max_transitions} transition points")
+
+    def constant(self, w, theta_from, theta_to, groups):
+        self.path.segments.append(PathSegment(theta_from, theta_to, self.problem.columns_of(groups), "constant",
+                                              w.copy(), w.copy()))
+
+    def next_entry(self, w):
+        """Adding with no moving group active: ``w`` is constant in theta and moving group ``g``
+        enters at ``alpha sqrt(d_g) / ||C_g||`` (eq. 7)."""
+        pb = self.problem
+        grad = pb.loss_gradient(w, 1.0)
+        best, who = np.inf, []
+        for g in np.flatnonzero(pb.group_moving):
+            norm = np.linalg.norm(grad[pb.penalty.members[g]])
+            if norm > 0:
+                t = pb.alpha * pb.penalty.weights[g] / norm
+                if t < best * (1 - 1e-12):
+                    best, who = t, [g]
+                elif t <= best * (1 + 1e-12):
+                    who.append(g)
+        return best, who
+
+
+def problem_is_grouped(problem) -> bool:
+    return hasattr(problem.penalty, "group_labels")
+
+
+class _PathBroken(Exception):
+    pass
+
+
+def follow_path(problem: PathProblem, w_start, direction: str, options: PathOptions | None = None):
+    """Follow the optimum of eq. 2 from ``theta = 0`` to 1 (``"add"``) or 1 to 0 (``"remove"``),
+    starting from the optimum ``w_start``. Returns ``(w, SolutionPath)``; ``w`` is optimal at the
+    end (its moving coefficients are 0 after a removal)."""
+    options = options or PathOptions()
+    t0 = time.perf_counter()
+    walker = _Follower(problem, options, direction)
+    w = np.array(w_start, dtype=float)
+    try:
+        if problem.sparse:
+            w = _group_lasso_walk(walker, w, direction)
+        else:
+            w = _lp_walk(walker, w, direction)
+    except _PathBroken as exc:
+        warnings.warn(f"{exc}; the change was finished by FISTA from where the path stopped",
+                      ConvergenceWarning, stacklevel=2)
+        walker.path.fallback = True
+        w = walker.last if walker.last is not None else w
+    theta_end = 1.0 if direction == "add" else 0.0
+    if direction == "remove":
+        w[problem.moving] = 0.0
+    path = walker.path
+    path.kkt_residual_path = problem.kkt_residual(w, theta_end)
+    groups = [g for g in problem.active_groups(w) if not (theta_end == 0 and problem.group_moving[g])]
+    w = walker.polish(w, theta_end, groups)
+    path.kkt_residual = problem.kkt_residual(w, theta_end)
+    if path.fallback or path.kkt_residual > 1e3 * walker.tol:
+        w = _finish_by_fista(problem, w, theta_end, walker)
+        path.fallback = True
+        path.kkt_residual = problem.kkt_residual(w, theta_end)
+    path.seconds = time.perf_counter() - t0
+    return w, path
+
+
+def _group_lasso_walk(walker: _Follower, w, direction):
+    pb = walker.problem
+    theta, theta_to = (0.0, 1.0) if direction == "add" else (1.0, 0.0)
+    theta_stop = 1.0 if direction == "add" else walker.opt.start_theta
+    groups = pb.active_groups(w)
+    while theta != theta_to:
+        moving_active = any(pb.group_moving[g] for g in groups)
+        if not moving_active:
+            if direction == "remove":            # w_E = 0: the rest is optimal all the way to 0 (App. E.1)
+                walker.constant(w, theta, theta_to, groups)
+                return w
+            entry, who = walker.next_entry(w)    # Phase I (eq. 7)
+            if walker.path.phase1_theta is None:
+                walker.path.phase1_theta = float(min(entry, 1.0))
+            if entry >= theta_to:
+                walker.constant(w, theta, theta_to, groups)
+                return w
+            walker.constant(w, theta, entry, groups)
+            theta = entry
+            w = walker.enter(w, theta, who)
+            groups = groups + who
+            continue
+        walker.last = w
+        w, theta, piece = walker.integrate(w, theta, theta_stop, groups)
+        if piece is not None:
+            w, groups = walker.transition(w, theta, groups, piece)
+        elif theta == theta_stop != theta_to:
+            # removing, and a moving group is still active this close to 0 (where K turns
+            # singular): stop following; the end point is finished by FISTA
+            raise _PathBroken(f"moving features were still active at theta = {theta:g}")
+    return w
+
+
+def _lp_walk(walker: _Follower, w, direction):
+    pb, opt = walker.problem, walker.opt
+    everything = list(range(pb.penalty.n_groups))
+    fixed = [g for g in everything if not pb.group_moving[g]]
+    theta0 = opt.start_theta
+    if direction == "add":
+        start = w.copy()
+        grad = pb.loss_gradient(w, 1.0)                   # -C on the moving columns, w_new = 0
+        p = pb.penalty.exponent
+        m = pb.moving
+        w[m] = -np.sign(grad[m]) * (theta0 * np.abs(grad[m]) / (pb.alpha * p)) ** (1.0 / (p - 1.0))
+        w, steps, _ = newton_polish(pb, w, theta0, everything, walker.tol)
+        walker.path.n_newton += steps
+        walker.path.segments.append(PathSegment(0.0, theta0, pb.columns_of(everything), "start", start, w.copy()))
+        w, _, _ = walker.integrate(w, theta0, 1.0, everything, events=False)
+    else:
+        w, _, _ = walker.integrate(w, 1.0, theta0, everything, events=False)
+        end = w.copy()
+        end[pb.moving] = 0.0
+        walker.path.segments.append(PathSegment(theta0, 0.0, pb.columns_of(fixed), "start", w.copy(), end))
+    return w
+
+
+def _finish_by_fista(problem: PathProblem, w, theta, walker: _Follower):
+    s = problem.scale(theta)
+    keep = ~problem.moving if theta == 0 else np.ones_like(problem.moving)
+    G = problem.gram * s[:, None] * s[None, :]
+    c = problem.xty * s
+
+    def gradient(v):
+        return G @ v - c
+
+    lipschitz = float(scipy.linalg.eigvalsh(G, subset_by_index=[G.shape[0] - 1, G.shape[0] - 1])[0])
+    start = np.where(keep, w, 0.0)
+    if problem.sparse:
+        w, _, _ = fista(gradient, lipschitz, problem.penalty, problem.alpha, start, tol=1e-13, max_iter=200_000)
+    groups = [g for g in problem.active_groups(w) if not (theta == 0 and problem.group_moving[g])]
+    return walker.polish(np.where(keep, w, 0.0), theta, groups)
