@@ -6,6 +6,7 @@ Public API (imported on first use, so that ``import asyos`` stays light)::
     from asyos import BudgetedARDA, BudgetedAMD, OFS, SOFS, L1ARDA, AdaFOBOS, OPG, RDA, SFSA, TSGD
     from asyos import AsyncSampleStream
     from asyos import RunningAverages, OLSThreshold, OFSA, OLasso, OElasticNet, OMCP
+    from asyos import DFLS
     from asyos import make_regression, make_classification, load_dataset
 """
 from . import _env  # noqa: F401  (must run before numpy is imported)
@@ -35,6 +36,7 @@ _PUBLIC = {
     "OLasso": ".learners.running_averages",
     "OElasticNet": ".learners.running_averages",
     "OMCP": ".learners.running_averages",
+    "DFLS": ".learners.dfls",
     "make_regression": ".data.synthetic",
     "make_classification": ".data.synthetic",
     "load_dataset": ".data.io",

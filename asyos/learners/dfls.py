@@ -52,7 +52,9 @@ class DFLS(Parameters):
         (the lasso).
     fit_intercept, standardize : center ``X`` and ``y`` / scale each column to unit variance.
     tol : optimality tolerance of the initial fit, relative to ``max(1, ||X^T y / n||_inf)``.
-    ode_method, ode_rtol, ode_atol : ``scipy.integrate.solve_ivp``'s method and tolerances.
+    ode_method, ode_rtol, ode_atol : ``scipy.integrate.solve_ivp``'s method and tolerances. They set
+        how closely the *path* is followed (``path_.coef_at``); the end point is brought to the
+        optimality conditions by Newton steps whatever they are, so the default is loose (1e-4).
     correction : ``gamma`` of the path's drift correction ``-gamma K^{-1} F`` (0: eq. 8 verbatim).
     entry_step : ``eps`` of an entering group's start ``w_g = eps C_g / ||C_g||`` (Alg. 1, line 12),
         relative to ``max(1, ||w||_inf)``.
@@ -61,7 +63,7 @@ class DFLS(Parameters):
     """
 
     def __init__(self, penalty="group_lasso", alpha=0.2, exponent=None, groups=None, fit_intercept=True,
-                 standardize=True, tol=1e-10, ode_method="RK45", ode_rtol=1e-6, ode_atol=1e-9, correction=10.0,
+                 standardize=True, tol=1e-10, ode_method="RK45", ode_rtol=1e-4, ode_atol=1e-8, correction=10.0,
                  entry_step=1e-8, start_theta=1e-3):
         self.penalty = penalty
         self.alpha = alpha

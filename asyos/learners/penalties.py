@@ -33,14 +33,16 @@ class GroupLasso:
         order = np.argsort(inverse, kind="stable")
         bounds = np.searchsorted(inverse[order], np.arange(self.group_labels.size + 1))
         self.members = [order[bounds[g]:bounds[g + 1]] for g in range(self.group_labels.size)]
-        self.weights = np.sqrt([m.size for m in self.members])
+        self.sizes = np.diff(bounds)
+        self.weights = np.sqrt(self.sizes)
+        self.order, self.starts = order, bounds[:-1]      # columns group by group, where each group starts
 
     @property
     def n_groups(self) -> int:
         return len(self.members)
 
     def group_norms(self, w) -> np.ndarray:
-        return np.array([np.linalg.norm(w[m]) for m in self.members])
+        return np.sqrt(np.add.reduceat(w[self.order] ** 2, self.starts)) if w.size else np.zeros(0)
 
     def value(self, w) -> float:
         return float(self.weights @ self.group_norms(w))
@@ -101,6 +103,7 @@ class LpNorm:
     def __init__(self, exponent, n_features):
         self.exponent = float(exponent)
         self.members = [np.array([j]) for j in range(n_features)]
+        self.sizes = np.ones(n_features, dtype=np.intp)
         self.weights = np.ones(n_features)
 
     @property

@@ -53,20 +53,21 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.integrate
 import scipy.linalg
+import scipy.linalg.lapack
 
 from ..errors import ConvergenceWarning
 from .batch_solvers import fista
 from .penalties import GroupLasso
 
+_potrf, _potrs = scipy.linalg.lapack.dpotrf, scipy.linalg.lapack.dpotrs   # Cholesky without the wrappers' cost
 MARGIN_TOL = 1e-7          # groups within this margin of a transition at an event change state
-LEAVE_FRACTION = 1e-5      # an active group leaves when it has shrunk to this fraction of its size
 
 
 @dataclass
 class PathOptions:
     method: str = "RK45"
-    rtol: float = 1e-6
-    atol: float = 1e-9
+    rtol: float = 1e-4
+    atol: float = 1e-8
     correction: float = 10.0
     entry_step: float = 1e-8
     start_theta: float = 1e-3
@@ -83,6 +84,7 @@ class PathSegment:
     coef_from: np.ndarray               # the full w at theta_from
     coef_to: np.ndarray
     solution: object = None             # scipy OdeSolution of w_J (kind "ode")
+    power: float = 1.0                  # the solution's variable is theta^(1/power)
 
     def contains(self, theta) -> bool:
         lo, hi = sorted((self.theta_from, self.theta_to))
@@ -96,7 +98,7 @@ class PathSegment:
             frac = 0.0 if span == 0 else (theta - self.theta_from) / span
             return self.coef_from + frac * (self.coef_to - self.coef_from)
         w = np.zeros_like(self.coef_from)
-        w[self.columns] = self.solution(theta)
+        w[self.columns] = self.solution(theta if self.power == 1.0 else theta ** (1.0 / self.power))
         return w
 
 
@@ -163,7 +165,7 @@ class PathProblem:
         return np.concatenate([self.penalty.members[g] for g in groups])
 
     def active_groups(self, w) -> list:
-        return [g for g, m in enumerate(self.penalty.members) if np.any(w[m] != 0)]
+        return np.flatnonzero(self.group_norms_of(w) > 0).tolist()
 
     def loss_gradient(self, w, theta) -> np.ndarray:
         s = self.scale(theta)
@@ -182,80 +184,140 @@ class PathProblem:
             groups = groups[~self.group_moving]
         return float(np.max(groups, initial=0.0))
 
-    # -- on the active columns J ----------------------------------------------------------------
-    def system(self, w, theta, columns, groups):
-        """``F`` (eqs. 11-12), ``dF/dtheta`` and ``K`` (Theorem 1) on ``columns``."""
-        s = np.where(self.moving[columns], theta, 1.0)
-        ds = self.moving[columns].astype(float)
-        wj = w[columns]
-        G = self.gram[np.ix_(columns, columns)]
-        r = G @ (s * wj) - self.xty[columns]
-        F = s * r + self.alpha * self.penalty.gradient(w, columns, groups)
-        dF = ds * r + s * (G @ (ds * wj))
-        K = s[:, None] * G * s[None, :] + self.alpha * self.penalty.hessian(w, columns, groups)
+    def group_norms_of(self, v) -> np.ndarray:
+        if self.sparse:
+            return self.penalty.group_norms(v)
+        return np.abs(v)
+
+    def piece(self, groups, reference=None) -> "Piece":
+        return Piece(self, list(groups), reference)
+
+
+class Piece:
+    """The problem restricted to the columns ``J`` of fixed active ``groups`` (one smooth piece of
+    the path): ``F``, ``dF/dtheta``, ``K`` and the transition margins as functions of ``w_J``,
+    with the sub-matrices they need taken once."""
+
+    def __init__(self, problem: PathProblem, groups, reference=None):
+        pb = self.problem = problem
+        self.reference = reference
+        self.groups = groups
+        self.columns = cols = pb.columns_of(groups)
+        self.moving = pb.moving[cols]
+        self.dscale = self.moving.astype(float)
+        self.gram = pb.gram[np.ix_(cols, cols)]
+        self.gram_all = pb.gram[:, cols]
+        self.xty = pb.xty[cols]
+        sizes = pb.penalty.sizes[groups] if len(groups) else np.zeros(0, dtype=np.intp)
+        self.sizes = sizes
+        self.starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp) if len(groups) else sizes
+        self.weights = np.repeat(pb.penalty.weights[groups], sizes) if len(groups) else np.zeros(0)
+        self.blocks = [(int(a), int(a + k), float(pb.penalty.weights[g]))
+                       for a, k, g in zip(self.starts, sizes, groups) if k > 1]
+        self.alpha = pb.alpha
+
+    def _norms(self, wj):
+        return np.sqrt(np.add.reduceat(wj * wj, self.starts))
+
+    def _signed_norms(self, wj):
+        """``rho_g = +-||w_g||``, negative once ``w_g`` points against the piece's reference: with
+        ``w_g / rho_g`` in place of ``w_g / ||w_g||`` the vector field stays continuous where a
+        group passes through 0 (there ``w_g ~ rho_g u_g``), so the integrator steps across it
+        and the event finds the crossing."""
+        norms = self._norms(wj)
+        if self.reference is None:
+            return norms
+        return np.where(np.add.reduceat(wj * self.reference, self.starts) >= 0, norms, -norms)
+
+    def penalty_gradient(self, wj):
+        if not self.problem.sparse:
+            p = self.problem.penalty.exponent
+            return p * np.abs(wj) ** (p - 1.0) * np.sign(wj)
+        return self.weights * wj / np.repeat(self._signed_norms(wj), self.sizes)
+
+    def penalty_hessian(self, wj):
+        if not self.problem.sparse:
+            p = self.problem.penalty.exponent
+            with np.errstate(divide="ignore"):
+                return np.diag(p * (p - 1.0) * np.abs(wj) ** (p - 2.0))
+        H = np.zeros((wj.size, wj.size))
+        for a, b, weight in self.blocks:        # a singleton's block is 0
+            v = wj[a:b]
+            norm = np.linalg.norm(v)
+            rho = norm if self.reference is None or v @ self.reference[a:b] >= 0 else -norm
+            H[a:b, a:b] = weight * (np.eye(b - a) / rho - np.outer(v, v) / (rho * norm * norm))
+        return H
+
+    def system(self, theta, wj):
+        """``F`` (eqs. 11-12), ``dF/dtheta`` and ``K`` (Theorem 1) on the piece's columns."""
+        s = np.where(self.moving, theta, 1.0)
+        r = self.gram @ (s * wj) - self.xty
+        F = s * r + self.alpha * self.penalty_gradient(wj)
+        dF = self.dscale * r + s * (self.gram @ (self.dscale * wj))
+        K = s[:, None] * self.gram * s[None, :] + self.alpha * self.penalty_hessian(wj)
         return F, dF, K
 
-    def margins(self, w, theta, groups, reference):
+    def objective(self, theta, wj) -> float:
+        u = np.where(self.moving, theta, 1.0) * wj
+        if self.problem.sparse:
+            reg = float(self.problem.penalty.weights[self.groups] @ self._norms(wj)) if wj.size else 0.0
+        else:
+            reg = float(np.sum(np.abs(wj) ** self.problem.penalty.exponent))
+        return 0.5 * u @ self.gram @ u - self.xty @ u + self.alpha * reg
+
+    def margins(self, theta, wj, reference):
         """Distance of every group from a transition: active ``g``: ``<w_g, w_g^0> / ||w_g^0||^2``
-        minus ``LEAVE_FRACTION`` (1 at the segment start, 0 just before ``w_g`` passes through 0:
-        the vector field jumps at 0, where ``dR`` does, so an integrator would stall trying to
-        step across it; the Newton polish at the transition removes the small difference); inactive ``g``:
-        ``1 - ||s_g C_g|| / (alpha sqrt(d_g))``."""
-        out = np.empty(self.penalty.n_groups)
-        active = np.zeros(self.penalty.n_groups, dtype=bool)
-        active[groups] = True
-        for g in groups:
-            m = self.penalty.members[g]
-            out[g] = np.dot(w[m], reference[m]) / np.dot(reference[m], reference[m]) - LEAVE_FRACTION
-        inactive = np.flatnonzero(~active)
-        if inactive.size:
-            grad = self.loss_gradient(w, theta)
-            for g in inactive:
-                m = self.penalty.members[g]
-                out[g] = 1.0 - np.linalg.norm(grad[m]) / (self.alpha * self.penalty.weights[g])
+        (1 at the segment start, 0 where ``w_g`` passes through 0, App. B.1); inactive ``g``:
+        ``1 - ||s_g C_g|| / (alpha sqrt(d_g))`` (0 where it reaches the threshold, eq. 16)."""
+        pb = self.problem
+        s_all = pb.scale(theta)
+        grad = s_all * (self.gram_all @ (s_all[self.columns] * wj) - pb.xty)
+        out = 1.0 - pb.group_norms_of(grad) / (self.alpha * pb.penalty.weights)
+        if wj.size:
+            out[self.groups] = np.add.reduceat(wj * reference, self.starts) \
+                / np.add.reduceat(reference * reference, self.starts)
         return out
 
 
 def solve_symmetric(K, b):
     """``K^{-1} b`` for the symmetric ``K``: Cholesky, or a symmetric indefinite solve if ``K`` is
     not positive definite."""
-    try:
-        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(K, check_finite=False), b, check_finite=False)
-    except (np.linalg.LinAlgError, ValueError):
-        return scipy.linalg.solve(K, b, assume_a="sym", check_finite=False)
+    factor, info = _potrf(K, lower=True, clean=False)
+    if info == 0:
+        return _potrs(factor, b, lower=True)[0]
+    return scipy.linalg.solve(K, b, assume_a="sym", check_finite=False)
 
 
 def newton_polish(problem: PathProblem, w, theta, groups, tol, max_iter=50):
     """Newton steps with backtracking on the smooth problem over ``groups``' columns at ``theta``.
     Returns ``(w, steps, converged)``; stops early if a group collapses to 0 (the active set is
     then wrong and the caller must not trust the result)."""
-    w = w.copy()
-    columns = problem.columns_of(groups)
-    if columns.size == 0:
-        return w, 0, True
+    piece = problem.piece(groups)
+    if piece.columns.size == 0:
+        return w.copy(), 0, True
+    wj = w[piece.columns].copy()
     for it in range(max_iter):
-        F, _, K = problem.system(w, theta, columns, groups)
+        F, _, K = piece.system(theta, wj)
         if np.max(np.abs(F)) <= tol:
-            return w, it, True
+            break
         direction = -solve_symmetric(K, F)
-        f0 = problem.objective(w, theta)
-        slope = F @ direction
+        f0 = piece.objective(theta, wj)
+        slope = min(float(F @ direction), 0.0)
         step = 1.0
-        while step > 1e-12:
-            trial = w.copy()
-            trial[columns] += step * direction
-            if problem.sparse and any(not np.any(trial[problem.penalty.members[g]]) for g in groups):
-                step *= 0.5
-                continue
-            if problem.objective(trial, theta) <= f0 + 1e-4 * step * min(slope, 0.0) + 1e-15 * abs(f0):
+        while True:
+            trial = wj + step * direction
+            if step <= 1e-12 or piece.objective(theta, trial) <= f0 + 1e-4 * step * slope + 1e-15 * abs(f0):
                 break
             step *= 0.5
-        w = trial
-        if problem.sparse and min(np.linalg.norm(w[problem.penalty.members[g]]) for g in groups) \
-                <= 1e-12 * max(1.0, np.max(np.abs(w))):
-            return w, it + 1, False
-    F, _, _ = problem.system(w, theta, columns, groups)
-    return w, max_iter, bool(np.max(np.abs(F)) <= tol)
+        wj = trial
+        if problem.sparse and np.min(piece._norms(wj)) <= 1e-12 * max(1.0, np.max(np.abs(wj))):
+            break
+    else:
+        it = max_iter
+    F, _, _ = piece.system(theta, wj)
+    out = w.copy()
+    out[piece.columns] = wj
+    return out, it, bool(np.max(np.abs(F)) <= tol)
 
 
 class _Follower:
@@ -278,34 +340,45 @@ class _Follower:
         self.path.n_newton += steps
         return w
 
-    def integrate(self, w, theta, theta_to, groups, events=True):
-        """One smooth piece; returns ``(w, theta_reached, stopped_at_event)``."""
+    def integrate(self, w, theta, theta_to, groups, events=True, power=1.0):
+        """One smooth piece; returns ``(w, theta_reached, (piece, reference, offset) or None)``.
+        With ``power = q != 1`` the ODE is integrated in ``tau = theta^(1/q)`` (``dw/dtau =
+        dw/dtheta q tau^(q-1)``), where a path that grows like ``theta^(1/q)`` is smooth."""
         pb, opt = self.problem, self.opt
         columns = pb.columns_of(groups)
-        reference = w.copy()
-        full = w.copy()
-        # a group that starts a piece a little past its threshold (it left slightly early, see
-        # ``margins``) must not hide the others' crossings: each group's margin is measured from
+        reference = w[columns].copy()
+        piece = pb.piece(groups, reference)
+        # a group that starts a piece a hair past its threshold (rounding at the last transition)
+        # must not hide the others' crossings: each group's margin is measured from
         # min(0, its start value)
-        offset = np.minimum(pb.margins(w, theta, groups, reference), 0.0) if pb.sparse else None
+        offset = np.minimum(piece.margins(theta, reference, reference), 0.0) if pb.sparse else None
 
-        def state(t, y):
-            full[columns] = y
-            return full
+        # the correction pulls F to 0 in the direction of travel: dF/d|theta| = -gamma F
+        gamma = opt.correction if theta_to > theta else -opt.correction
 
         def rhs(t, y):
             self.path.n_rhs += 1
-            F, dF, K = pb.system(state(t, y), t, columns, groups)
-            return -solve_symmetric(K, dF + opt.correction * F)
+            F, dF, K = piece.system(t, y)
+            return -solve_symmetric(K, dF + gamma * F)
+
+        def rhs_in_tau(tau, y):
+            self.path.n_rhs += 1
+            F, dF, K = piece.system(tau ** power, y)
+            return -solve_symmetric(K, power * tau ** (power - 1.0) * dF + gamma * F)
 
         def event(t, y):
-            return float(np.min(pb.margins(state(t, y), t, groups, reference) - offset)) + MARGIN_TOL
+            return float(np.min(piece.margins(t, y, reference) - offset)) + MARGIN_TOL
         event.terminal = True
         event.direction = -1
 
-        sol = scipy.integrate.solve_ivp(rhs, (theta, theta_to), w[columns], method=opt.method, rtol=opt.rtol,
-                                        atol=opt.atol, dense_output=True,
-                                        events=event if (events and pb.sparse) else None)
+        if power != 1.0:
+            sol = scipy.integrate.solve_ivp(rhs_in_tau, (theta ** (1 / power), theta_to ** (1 / power)), w[columns],
+                                            method=opt.method, rtol=opt.rtol, atol=opt.atol, dense_output=True)
+            sol.t = sol.t ** power
+        else:
+            sol = scipy.integrate.solve_ivp(rhs, (theta, theta_to), w[columns], method=opt.method, rtol=opt.rtol,
+                                            atol=opt.atol, dense_output=True,
+                                            events=event if (events and pb.sparse) else None)
         if sol.status == -1:
             raise _PathBroken(f"the ODE solver failed at theta = {sol.t[-1]:.6g} ({sol.message})")
         stopped = sol.status == 1 and sol.t_events[0].size > 0
@@ -313,14 +386,14 @@ class _Follower:
         y_end = sol.y_events[0][0] if stopped else sol.y[:, -1]
         w_end = w.copy()
         w_end[columns] = y_end
-        self.path.segments.append(PathSegment(theta, t_end, columns, "ode", w.copy(), w_end.copy(), sol.sol))
-        return w_end, t_end, (reference, offset) if stopped else None
+        self.path.segments.append(PathSegment(theta, t_end, columns, "ode", w.copy(), w_end.copy(), sol.sol, power))
+        return w_end, t_end, (piece, reference, offset) if stopped else None
 
     def transition(self, w, theta, groups, piece):
         """At an event: move the groups at a transition, polish, start the entering ones."""
         pb = self.problem
-        reference, offset = piece
-        margins = pb.margins(w, theta, groups, reference) - offset
+        piece, reference, offset = piece
+        margins = piece.margins(theta, w[piece.columns], reference) - offset
         changing = set(np.flatnonzero(margins <= MARGIN_TOL).tolist()) | {int(np.argmin(margins))}
         leaving = [g for g in changing if g in groups]
         entering = [g for g in changing if g not in groups]
@@ -452,6 +525,7 @@ def _lp_walk(walker: _Follower, w, direction):
     everything = list(range(pb.penalty.n_groups))
     fixed = [g for g in everything if not pb.group_moving[g]]
     theta0 = opt.start_theta
+    power = max(1.0, pb.penalty.exponent - 1.0)           # w_new grows like theta^(1/(p-1)) near 0
     if direction == "add":
         start = w.copy()
         grad = pb.loss_gradient(w, 1.0)                   # -C on the moving columns, w_new = 0
@@ -461,9 +535,9 @@ def _lp_walk(walker: _Follower, w, direction):
         w, steps, _ = newton_polish(pb, w, theta0, everything, walker.tol)
         walker.path.n_newton += steps
         walker.path.segments.append(PathSegment(0.0, theta0, pb.columns_of(everything), "start", start, w.copy()))
-        w, _, _ = walker.integrate(w, theta0, 1.0, everything, events=False)
+        w, _, _ = walker.integrate(w, theta0, 1.0, everything, events=False, power=power)
     else:
-        w, _, _ = walker.integrate(w, 1.0, theta0, everything, events=False)
+        w, _, _ = walker.integrate(w, 1.0, theta0, everything, events=False, power=power)
         end = w.copy()
         end[pb.moving] = 0.0
         walker.path.segments.append(PathSegment(theta0, 0.0, pb.columns_of(fixed), "start", w.copy(), end))
