@@ -74,6 +74,10 @@ class RunConfig:
     setup_timeout: float = 600.0
     trace_every: int = 0
     chunk_rows: int = 4096
+    # dynamic feature space (--algorithm dfls)
+    add_features: Optional[str] = None
+    remove_features: Optional[str] = None
+    group_size: int = 1
     # output
     output: Optional[str] = None
     quiet: bool = False
@@ -130,7 +134,8 @@ class RunConfig:
             raise InputError(f"--synthetic must be regression or classification; got {self.synthetic!r}")
         _require(self.index_base in ("auto", "0", "1", 0, 1),
                  f"--index-base must be auto, 0 or 1; got {self.index_base!r}")
-        for name in ("n_samples", "n_features", "n_informative", "budget", "passes", "workers", "chunk_rows"):
+        for name in ("n_samples", "n_features", "n_informative", "budget", "passes", "workers", "chunk_rows",
+                     "group_size"):
             value = getattr(self, name)
             if value is not None:
                 _require(value >= 1, f"--{_flag(name)} must be at least 1; got {value}")
@@ -165,6 +170,10 @@ class RunConfig:
                  f"unknown --sharding {self.sharding!r}; choose one of: {', '.join(SHARDING_SCHEMES)}")
         _require(self.scale in (None, "maxabs", "none"), f"--scale must be maxabs or none; got {self.scale!r}")
         self.estimator_params
+        if self.algorithm != "dfls":
+            for name in ("add_features", "remove_features"):
+                _require(getattr(self, name) is None, f"--{_flag(name)} goes with --algorithm dfls")
+            _require(self.group_size == 1, "--group-size goes with --algorithm dfls")
         if self.data is None:
             _require(self.test_data is None, "--test-data needs --data")
             p, s = self.synthetic_features, self.synthetic_informative

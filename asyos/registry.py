@@ -21,6 +21,7 @@ class AlgorithmSpec:
     sample_stream: bool = False  # samples arrive (fit/partial_fit/learn_one); simulated as data-parallel workers
     tasks: tuple = ("regression", "classification")
     running_averages: bool = False  # a sum over samples: streamed from files, reduced across MPI ranks
+    dynamic_features: bool = False  # a regularized model whose feature set changes (no budget; asyos.run_dfls)
 
 
 _REGISTRY: dict[str, AlgorithmSpec] = {}
@@ -138,6 +139,12 @@ def _running_averages_builder(name):
     return build
 
 
+def _build_dfls(config, loss, budget):
+    """DFLS has no budget: ``--param penalty=...,alpha=...,exponent=...`` sets it."""
+    from .learners.dfls import DFLS
+    return DFLS(**config.estimator_params)
+
+
 _LOADED = False
 
 
@@ -161,3 +168,6 @@ def _load_builtin():
     for name, description in _RUNNING_AVERAGES:
         register(AlgorithmSpec(name, description, _running_averages_builder(name), test_params={},
                                running_averages=True))
+    register(AlgorithmSpec("dfls", "DFLS: group-lasso or l_p least squares; add or remove a block of features by "
+                                    "following the solution path (Li & Gu)", _build_dfls, test_params={},
+                           tasks=("regression",), dynamic_features=True))

@@ -104,6 +104,13 @@ def make_parser() -> argparse.ArgumentParser:
                                                   "(default 4096)")
     g.add_argument("--trace-every", type=int, help="record the training objective and error every k worker "
                                                    "steps, with the time (default off)")
+    g = p.add_argument_group("dynamic feature space (--algorithm dfls; --param penalty=group_lasso|lp,alpha=A,"
+                             "exponent=P)")
+    g.add_argument("--add-features", metavar="SPEC", help="fit without these columns, then add them by following "
+                                                          "the solution path: indices and ranges (3,7-9) or a "
+                                                          "share chosen by --seed (20%%, the default)")
+    g.add_argument("--remove-features", metavar="SPEC", help="fit on every column, then remove these")
+    g.add_argument("--group-size", type=int, help="group lasso over consecutive groups of K columns (default 1)")
     g = p.add_argument_group("output")
     g.add_argument("--output", help="directory for results.json and selection_log.csv")
     g.add_argument("--quiet", action="store_true", help="no summary on stdout")
@@ -248,6 +255,11 @@ def main(argv=None) -> int:
                 print(list_algorithms())
             return EXIT_OK
         from .registry import get_algorithm
+        if get_algorithm(config.algorithm).dynamic_features:
+            if comm is not None:
+                raise InputError("--algorithm dfls runs in one process; start it without mpiexec")
+            from .run_dfls import run_dfls
+            return run_dfls(config)
         if get_algorithm(config.algorithm).running_averages:
             from .distributed.accumulate import run_running_averages
             return run_running_averages(config, comm)
