@@ -186,7 +186,8 @@ class DFLS(Parameters):
     def _solve(self, penalty, w0) -> BatchResult:
         """Batch solve on the stored data, then Newton on the active set; tighten the batch
         tolerance if the active set it found is not the optimal one."""
-        problem = PathProblem(self.gram_, self.xty_, np.zeros(self.gram_.shape[0], dtype=bool), penalty, self.alpha)
+        problem = PathProblem(self.gram_, self.xty_, np.zeros(self.gram_.shape[0], dtype=bool), penalty, self.alpha,
+                              design=self.X_)
         target = self.tol * problem.scale_
         tol = 1e-6
         total_iter, seconds = 0, 0.0
@@ -223,9 +224,10 @@ class DFLS(Parameters):
         all_labels = None if labels is None else np.concatenate([self.groups_, labels])
         penalty = self._make_penalty(all_labels, m + Zn.shape[1])
         moving = np.r_[np.zeros(m, dtype=bool), np.ones(Zn.shape[1], dtype=bool)]
-        problem = PathProblem(gram, xty, moving, penalty, self.alpha)
+        design = np.hstack([self.X_, Zn])
+        problem = PathProblem(gram, xty, moving, penalty, self.alpha, design=design)
         w, self.path_ = follow_path(problem, np.r_[self.w_, np.zeros(Zn.shape[1])], "add", options)
-        self.X_ = np.hstack([self.X_, Zn])
+        self.X_ = design
         self.gram_, self.xty_, self.w_ = gram, xty, w
         self.x_mean_ = np.r_[self.x_mean_, mean]
         self.x_scale_ = np.r_[self.x_scale_, scale]
@@ -244,9 +246,9 @@ class DFLS(Parameters):
         if isinstance(penalty, GroupLasso):
             for g, members in enumerate(penalty.members):
                 if 0 < moving[members].sum() < members.size:
-                    raise InputError(f"indices split group {penalty.group_labels[g]!r} (features "
+                    raise InputError(f"indices split group {penalty.group_labels[g].item()!r} (features "
                                      f"{', '.join(map(str, members[:10]))}); remove whole groups")
-        problem = PathProblem(self.gram_, self.xty_, moving, penalty, self.alpha)
+        problem = PathProblem(self.gram_, self.xty_, moving, penalty, self.alpha, design=self.X_)
         w, self.path_ = follow_path(problem, self.w_, "remove", options)
         keep = ~moving
         self.X_ = self.X_[:, keep]

@@ -56,7 +56,7 @@ import scipy.linalg
 import scipy.linalg.lapack
 
 from ..errors import ConvergenceWarning
-from .batch_solvers import fista
+from .batch_solvers import fista, lipschitz_constant
 from .penalties import GroupLasso
 
 _potrf, _potrs = scipy.linalg.lapack.dpotrf, scipy.linalg.lapack.dpotrs   # Cholesky without the wrappers' cost
@@ -143,9 +143,10 @@ class PathProblem:
     """The quadratic problem of eq. 2 on Gram form: ``1/2 u^T G u - c^T u + alpha R(w)``, ``u = s w``,
     ``s_j = theta`` on the moving columns and 1 elsewhere."""
 
-    def __init__(self, gram, xty, moving, penalty, alpha):
+    def __init__(self, gram, xty, moving, penalty, alpha, design=None):
         self.gram = gram
         self.xty = xty
+        self.design = design          # the standardized n x m data behind gram, if known (used when n < m)
         self.moving = np.asarray(moving, dtype=bool)
         self.penalty = penalty
         self.alpha = float(alpha)
@@ -205,7 +206,10 @@ class Piece:
         self.columns = cols = pb.columns_of(groups)
         self.moving = pb.moving[cols]
         self.dscale = self.moving.astype(float)
-        self.gram = pb.gram[np.ix_(cols, cols)]
+        # l_p with fewer samples than active columns: work from the data (n x |J|), not the Gram
+        self.data = pb.design[:, cols] if (pb.design is not None and not pb.sparse
+                                           and 2 * pb.design.shape[0] <= cols.size) else None
+        self.gram = pb.gram[np.ix_(cols, cols)] if self.data is None else None
         self.gram_all = pb.gram[:, cols]
         self.xty = pb.xty[cols]
         sizes = pb.penalty.sizes[groups] if len(groups) else np.zeros(0, dtype=np.intp)
@@ -248,12 +252,26 @@ class Piece:
             H[a:b, a:b] = weight * (np.eye(b - a) / rho - np.outer(v, v) / (rho * norm * norm))
         return H
 
+    def _gram_times(self, v):
+        if self.data is None:
+            return self.gram @ v
+        return self.data.T @ (self.data @ v) / self.data.shape[0]
+
     def system(self, theta, wj):
-        """``F`` (eqs. 11-12), ``dF/dtheta`` and ``K`` (Theorem 1) on the piece's columns."""
+        """``F`` (eqs. 11-12), ``dF/dtheta`` and ``K`` (Theorem 1) on the piece's columns. ``K`` is
+        a matrix, or for l_p with fewer samples than columns a ``LowRankPlusDiagonal`` solved by
+        the Woodbury identity (the paper's remark after Theorem 3)."""
         s = np.where(self.moving, theta, 1.0)
-        r = self.gram @ (s * wj) - self.xty
+        r = self._gram_times(s * wj) - self.xty
         F = s * r + self.alpha * self.penalty_gradient(wj)
-        dF = self.dscale * r + s * (self.gram @ (self.dscale * wj))
+        dF = self.dscale * r + s * self._gram_times(self.dscale * wj)
+        if self.data is not None:
+            p = self.problem.penalty.exponent
+            diagonal = self.alpha * p * (p - 1.0) * np.abs(wj) ** (p - 2.0)
+            if np.all(diagonal > 0) and np.all(np.isfinite(diagonal)):
+                return F, dF, LowRankPlusDiagonal(self.data * (s / np.sqrt(self.data.shape[0])), diagonal)
+            K = s[:, None] * (self.data.T @ self.data / self.data.shape[0]) * s[None, :] + np.diag(diagonal)
+            return F, dF, K
         K = s[:, None] * self.gram * s[None, :] + self.alpha * self.penalty_hessian(wj)
         return F, dF, K
 
@@ -263,7 +281,7 @@ class Piece:
             reg = float(self.problem.penalty.weights[self.groups] @ self._norms(wj)) if wj.size else 0.0
         else:
             reg = float(np.sum(np.abs(wj) ** self.problem.penalty.exponent))
-        return 0.5 * u @ self.gram @ u - self.xty @ u + self.alpha * reg
+        return 0.5 * u @ self._gram_times(u) - self.xty @ u + self.alpha * reg
 
     def margins(self, theta, wj, reference):
         """Distance of every group from a transition: active ``g``: ``<w_g, w_g^0> / ||w_g^0||^2``
@@ -279,13 +297,32 @@ class Piece:
         return out
 
 
+class LowRankPlusDiagonal:
+    """``K = A^T A + diag(d)``, ``A`` of shape ``(n, m)`` with ``n < m``, ``d > 0``: solved through the
+    ``n x n`` matrix ``I + A diag(1/d) A^T`` (Woodbury), ``O(n^2 m)`` instead of ``O(m^3)``."""
+
+    def __init__(self, A, d):
+        self.A, self.d = A, d
+
+    def solve(self, b):
+        A, d = self.A, self.d
+        scaled = A / d
+        capacitance = scaled @ A.T
+        capacitance[np.diag_indices_from(capacitance)] += 1.0
+        return b / d - (scaled.T @ solve_symmetric(capacitance, scaled @ b))
+
+
 def solve_symmetric(K, b):
-    """``K^{-1} b`` for the symmetric ``K``: Cholesky, or a symmetric indefinite solve if ``K`` is
-    not positive definite."""
+    """``K^{-1} b`` for the symmetric ``K`` (Theorem 3): Cholesky, never an inverse; a symmetric
+    indefinite solve if ``K`` is not positive definite."""
+    if isinstance(K, LowRankPlusDiagonal):
+        return K.solve(b)
     factor, info = _potrf(K, lower=True, clean=False)
     if info == 0:
         return _potrs(factor, b, lower=True)[0]
-    return scipy.linalg.solve(K, b, assume_a="sym", check_finite=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)   # near-singular K: the polish checks
+        return scipy.linalg.solve(K, b, assume_a="sym", check_finite=False)
 
 
 def newton_polish(problem: PathProblem, w, theta, groups, tol, max_iter=50):
@@ -304,11 +341,13 @@ def newton_polish(problem: PathProblem, w, theta, groups, tol, max_iter=50):
         f0 = piece.objective(theta, wj)
         slope = min(float(F @ direction), 0.0)
         step = 1.0
-        while True:
+        while step > 1e-12:
             trial = wj + step * direction
-            if step <= 1e-12 or piece.objective(theta, trial) <= f0 + 1e-4 * step * slope + 1e-15 * abs(f0):
+            if piece.objective(theta, trial) <= f0 + 1e-4 * step * slope + 1e-15 * abs(f0):
                 break
             step *= 0.5
+        else:                      # no decrease along the Newton direction: stop where we are
+            break
         wj = trial
         if problem.sparse and np.min(piece._norms(wj)) <= 1e-12 * max(1.0, np.max(np.abs(wj))):
             break
@@ -545,17 +584,30 @@ def _lp_walk(walker: _Follower, w, direction):
 
 
 def _finish_by_fista(problem: PathProblem, w, theta, walker: _Follower):
+    """Where the path could not be followed to the end: FISTA from where it stopped, each run
+    finished by Newton on its active set, with a tighter tolerance until the KKT residual is met."""
     s = problem.scale(theta)
     keep = ~problem.moving if theta == 0 else np.ones_like(problem.moving)
-    G = problem.gram * s[:, None] * s[None, :]
     c = problem.xty * s
+    Z = problem.design
+    if Z is not None and Z.shape[0] < Z.shape[1]:
+        Z = Z * s
 
-    def gradient(v):
-        return G @ v - c
+        def gradient(v):
+            return Z.T @ (Z @ v) / Z.shape[0] - c
+        lipschitz = lipschitz_constant(Z)
+    else:
+        G = problem.gram * s[:, None] * s[None, :]
 
-    lipschitz = float(scipy.linalg.eigvalsh(G, subset_by_index=[G.shape[0] - 1, G.shape[0] - 1])[0])
-    start = np.where(keep, w, 0.0)
-    if problem.sparse:
-        w, _, _ = fista(gradient, lipschitz, problem.penalty, problem.alpha, start, tol=1e-13, max_iter=200_000)
-    groups = [g for g in problem.active_groups(w) if not (theta == 0 and problem.group_moving[g])]
-    return walker.polish(np.where(keep, w, 0.0), theta, groups)
+        def gradient(v):
+            return G @ v - c
+        lipschitz = float(scipy.linalg.eigvalsh(G, subset_by_index=[G.shape[0] - 1, G.shape[0] - 1])[0])
+    w = np.where(keep, w, 0.0)
+    for tol in (1e-6, 1e-9, 1e-12, 1e-15):
+        if problem.sparse:
+            w, _, _ = fista(gradient, lipschitz, problem.penalty, problem.alpha, w, tol=tol, max_iter=100_000)
+        groups = [g for g in problem.active_groups(w) if not (theta == 0 and problem.group_moving[g])]
+        w = np.where(keep, walker.polish(w, theta, groups), 0.0)
+        if problem.kkt_residual(w, theta) <= 10 * walker.tol or not problem.sparse:
+            break
+    return w
