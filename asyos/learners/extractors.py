@@ -50,6 +50,7 @@ class ExtractedModel:
     intercept: float
     std_coef: np.ndarray                       # on the standardized data, after the refit
     selection_coef: np.ndarray                 # on the standardized data, before the refit
+    raw_coef: Optional[np.ndarray] = None      # selection_coef in the data's units
     lam: Optional[float] = None
     n_iter: int = 0
     seconds: float = 0.0
@@ -104,8 +105,9 @@ def _finish(method, std, k, support, selection, ridge, start, lam=None, n_iter=0
     beta = least_squares(std, support, ridge) if refit else np.where(np.isin(np.arange(std.n_features), support),
                                                                        selection, 0.0)
     coef, intercept = std.to_original(beta)
+    selection = np.asarray(selection, dtype=float)
     return ExtractedModel(method=method, k=k, support=support, coef=coef, intercept=intercept, std_coef=beta,
-                          selection_coef=np.asarray(selection, dtype=float), lam=lam, n_iter=n_iter,
+                          selection_coef=selection, raw_coef=std.to_original(selection)[0], lam=lam, n_iter=n_iter,
                           seconds=time.perf_counter() - start, info=info)
 
 

@@ -129,7 +129,7 @@ class RunningAveragesSelector(BudgetedSelector):
     coef_ = property(lambda self: self.model_.coef)
     intercept_ = property(lambda self: self.model_.intercept)
     support_ = property(lambda self: self.model_.support)
-    raw_coef_ = property(lambda self: self.stats_.standardize().to_original(self.model_.selection_coef)[0])
+    raw_coef_ = property(lambda self: self.model_.raw_coef)
     n_features_in_ = property(lambda self: self._fitted_stats().n_features)
     n_samples_seen_ = property(lambda self: self._fitted_stats().n_seen)
     lam_ = property(lambda self: self.model_.lam)
