@@ -284,6 +284,26 @@ class RunningAverages:
         out.shift_y = float(shift_y)
         return out
 
+    # -- flat buffers (for a sum-reduction across processes) --------------------------------------
+    def to_buffers(self):
+        """``(vector, matrix)``: every sum as flat float arrays (the matrix is the lower triangle of
+        ``S_xx``, zeros above), which add elementwise when two sets of statistics share a shift."""
+        vector = np.concatenate([[self.weight, self.n_seen, self.sum_y, self.syy], self.sum_x, self.sxy])
+        return vector, np.ascontiguousarray(np.tril(self._sxx))
+
+    @classmethod
+    def from_buffers(cls, vector, matrix, shift_x, shift_y) -> "RunningAverages":
+        """Statistics from ``to_buffers`` output (or the elementwise sum of several, taken about the
+        shift ``shift_x, shift_y``)."""
+        p = matrix.shape[0]
+        out = cls(p)
+        out.weight, out.n_seen = float(vector[0]), int(round(vector[1]))
+        out.sum_y, out.syy = float(vector[2]), float(vector[3])
+        out.sum_x, out.sxy = np.array(vector[4:4 + p]), np.array(vector[4 + p:4 + 2 * p])
+        out.shift_x, out.shift_y = np.array(shift_x, dtype=float), float(shift_y)
+        out._sxx = np.array(matrix)
+        return out
+
     def copy(self) -> "RunningAverages":
         out = RunningAverages.__new__(RunningAverages)
         out.__dict__.update({k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.__dict__.items()})

@@ -396,3 +396,20 @@ def test_units_of_y_do_not_change_the_selection(cls):
         scaled = cls(budget=4).fit(X, y * factor)
         np.testing.assert_array_equal(scaled.support_, base.support_)
         np.testing.assert_allclose(scaled.coef_, base.coef_ * factor, rtol=1e-6, atol=1e-9)
+
+
+def test_flat_buffers_round_trip_and_add():
+    rng = np.random.default_rng(11)
+    X, y = rng.standard_normal((60, 5)) + 3.0, rng.standard_normal(60)
+    a = RunningAverages(5).update(X[:25], y[:25])
+    b = RunningAverages(5).update(X[25:], y[25:])
+    both = RunningAverages(5).update(X, y)
+    again = RunningAverages.from_buffers(*a.to_buffers(), a.shift_x, a.shift_y)
+    assert np.allclose(again.standardize().xx, a.standardize().xx)
+    b_moved = b.shifted_to(a.shift_x, a.shift_y)
+    va, ma = a.to_buffers()
+    vb, mb = b_moved.to_buffers()
+    summed = RunningAverages.from_buffers(va + vb, ma + mb, a.shift_x, a.shift_y)
+    assert summed.n_seen == 60
+    for name in ("xx", "xy", "mean_x"):
+        assert np.allclose(getattr(summed.standardize(), name), getattr(both.standardize(), name), rtol=1e-12)

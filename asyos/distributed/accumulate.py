@@ -108,8 +108,7 @@ def reduce_to_root(comm, stats: RunningAverages, backoff, root=0):
         raise InputError("no samples were read on any rank")
     shift_x, shift_y = total[1:p + 1] / total[0], total[p + 1] / total[0]
     moved = stats.shifted_to(shift_x, shift_y) if stats.n_seen else RunningAverages(p)
-    vector = np.concatenate([[moved.weight, moved.n_seen, moved.sum_y, moved.syy], moved.sum_x, moved.sxy])
-    matrix = np.ascontiguousarray(np.tril(moved._sxx))
+    vector, matrix = moved.to_buffers()
     rank = comm.Get_rank()
     vec_out = np.empty_like(vector) if rank == root else None
     mat_out = np.empty_like(matrix) if rank == root else None
@@ -117,13 +116,7 @@ def reduce_to_root(comm, stats: RunningAverages, backoff, root=0):
               comm.Ireduce(matrix, mat_out, op=MPI.SUM, root=root)], backoff, float("inf"))
     if rank != root:
         return None
-    out = RunningAverages(p)
-    out.weight, out.n_seen, out.sum_y, out.syy = float(vec_out[0]), int(round(vec_out[1])), float(vec_out[2]), \
-        float(vec_out[3])
-    out.sum_x, out.sxy = vec_out[4:4 + p].copy(), vec_out[4 + p:].copy()
-    out.shift_x, out.shift_y = shift_x, float(shift_y)
-    out._sxx = mat_out
-    return out
+    return RunningAverages.from_buffers(vec_out, mat_out, shift_x, shift_y)
 
 
 def run_running_averages(config, comm=None) -> int:
