@@ -89,7 +89,9 @@ def test_dense_and_sparse_input_agree(spec, classification):
     dense = build(spec, "squared_hinge").fit(X, classification.y)
     sparse = build(spec, "squared_hinge").fit(sp.csr_matrix(X), classification.y)
     np.testing.assert_array_equal(dense.support_, sparse.support_)
-    np.testing.assert_allclose(dense.coef_, sparse.coef_, rtol=1e-6, atol=1e-8)
+    # the refit stops at a gradient tolerance, and dense and sparse products round differently: on
+    # this separable problem (coefficients ~100) the two stopping points differed by 1.3e-6 relative
+    np.testing.assert_allclose(dense.coef_, sparse.coef_, rtol=1e-5, atol=1e-8)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
