@@ -867,3 +867,28 @@ def test_sequence_of_changes_equals_direct_fit(config):
     Xt = rng.standard_normal((30, keep.size)) + X[:, keep].mean(axis=0)
     np.testing.assert_allclose(model.predict(Xt), direct.predict(Xt), atol=1e-5)
     np.testing.assert_allclose(model.X_, standardize(X[:, keep]), atol=1e-12)
+
+
+def test_a_degenerate_active_set_still_lands_on_the_optimum():
+    """More columns than samples, the lasso's active set at the data's rank (39 of 40 rows, centred):
+    the ODE cannot go on (K is singular), Newton must not be trusted, and the change is finished by
+    FISTA from where the path stopped, with a warning. The result is still the optimum."""
+    rng = np.random.default_rng(0)
+    n, m = 40, 150
+    X = rng.standard_normal((n, m))
+    w = np.zeros(m)
+    w[:10] = 100 * rng.random(10)
+    y = X @ w + rng.standard_normal(n)
+    moved = rng.choice(m, 30, replace=False)
+    kept = np.setdiff1d(np.arange(m), moved)
+    model = DFLS(alpha=0.2).fit(X[:, kept], y)
+    assert np.count_nonzero(model.w_) == n - 1
+    with pytest.warns(ConvergenceWarning, match="finished by FISTA"):
+        model.add_features(X[:, moved])
+    reference = DFLS(alpha=0.2).fit(X[:, np.r_[kept, moved]], y)
+    assert model.path_.fallback
+    assert np.max(np.abs(model.w_ - reference.w_)) < 1e-8
+    assert model.kkt_residual_ < 1e-8
+    # l_6 on the same data: the Woodbury solve meets a penalty curvature spanning many decades
+    lp = DFLS(penalty="lp", alpha=0.2, exponent=6).fit(X, y).remove_features(moved)
+    assert np.max(np.abs(lp.w_ - DFLS(penalty="lp", alpha=0.2, exponent=6).fit(X[:, kept], y).w_)) < 1e-8

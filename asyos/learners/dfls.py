@@ -160,6 +160,34 @@ class DFLS(Parameters):
     def _make_penalty(self, labels, n_columns):
         return make_penalty(self.penalty, labels=labels, exponent=self.exponent_, n_features=n_columns)
 
+    # -- the stored design: columns in a buffer with room to grow ---------------------------------
+    @property
+    def X_(self):
+        """The standardized training columns the model is fitted on (a view)."""
+        return self._design[:, :self._n_columns]
+
+    def _store_design(self, Z):
+        self._design = np.asfortranarray(Z)
+        self._n_columns = Z.shape[1]
+
+    def _design_with(self, Zn):
+        """The design with ``Zn`` appended, written into spare columns of the buffer (grown by
+        doubling when full), so that adding features copies only the new columns."""
+        n, m = self._design.shape[0], self._n_columns
+        need = m + Zn.shape[1]
+        if need > self._design.shape[1]:
+            grown = np.empty((n, max(need, 2 * self._design.shape[1])), order="F")
+            grown[:, :m] = self._design[:, :m]
+            self._design = grown
+        self._design[:, m:need] = Zn
+        return self._design[:, :need]
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        if "_design" in state:
+            state["_design"] = np.asfortranarray(self.X_)     # no spare columns in a pickle
+        return state
+
     # -- fit ------------------------------------------------------------------------------------
     def fit(self, X, y):
         """Solve the batch problem on ``X`` (FISTA or L-BFGS, then Newton on the active set)."""
@@ -171,7 +199,7 @@ class DFLS(Parameters):
         y = as_label_vector(y, n, "y")
         self.y_mean_ = float(y.mean()) if self.fit_intercept else 0.0
         self.y_ = y - self.y_mean_
-        self.X_ = Z
+        self._store_design(Z)
         self.x_mean_, self.x_scale_ = mean, scale
         self.groups_ = self._labels_for(self.groups, Z.shape[1], "groups")
         self.gram_ = Z.T @ Z / n
@@ -224,10 +252,10 @@ class DFLS(Parameters):
         all_labels = None if labels is None else np.concatenate([self.groups_, labels])
         penalty = self._make_penalty(all_labels, m + Zn.shape[1])
         moving = np.r_[np.zeros(m, dtype=bool), np.ones(Zn.shape[1], dtype=bool)]
-        design = np.hstack([self.X_, Zn])
+        design = self._design_with(Zn)
         problem = PathProblem(gram, xty, moving, penalty, self.alpha, design=design)
         w, self.path_ = follow_path(problem, np.r_[self.w_, np.zeros(Zn.shape[1])], "add", options)
-        self.X_ = design
+        self._n_columns = design.shape[1]
         self.gram_, self.xty_, self.w_ = gram, xty, w
         self.x_mean_ = np.r_[self.x_mean_, mean]
         self.x_scale_ = np.r_[self.x_scale_, scale]
@@ -251,7 +279,7 @@ class DFLS(Parameters):
         problem = PathProblem(self.gram_, self.xty_, moving, penalty, self.alpha, design=self.X_)
         w, self.path_ = follow_path(problem, self.w_, "remove", options)
         keep = ~moving
-        self.X_ = self.X_[:, keep]
+        self._store_design(self.X_[:, keep])
         self.gram_ = self.gram_[np.ix_(keep, keep)]
         self.xty_ = self.xty_[keep]
         self.w_ = w[keep]

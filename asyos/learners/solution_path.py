@@ -322,7 +322,21 @@ def solve_symmetric(K, b):
         return _potrs(factor, b, lower=True)[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)   # near-singular K: the polish checks
-        return scipy.linalg.solve(K, b, assume_a="sym", check_finite=False)
+        try:
+            return scipy.linalg.solve(K, b, assume_a="sym", check_finite=False)
+        except np.linalg.LinAlgError:                                 # singular: the least-norm solution
+            return np.linalg.lstsq(K, b, rcond=1e-14)[0]
+
+
+def well_conditioned(K, rcond=1e-12) -> bool:
+    """``K`` positive definite with a reciprocal condition number (LAPACK's estimate) above ``rcond``."""
+    if isinstance(K, LowRankPlusDiagonal):
+        return True
+    factor, info = _potrf(K, lower=True, clean=False)
+    if info != 0:
+        return False
+    estimate, info = scipy.linalg.lapack.dpocon(factor, float(np.max(np.sum(np.abs(K), axis=0))), uplo="L")
+    return info == 0 and estimate > rcond
 
 
 def newton_polish(problem: PathProblem, w, theta, groups, tol, max_iter=50):
@@ -337,6 +351,8 @@ def newton_polish(problem: PathProblem, w, theta, groups, tol, max_iter=50):
         F, _, K = piece.system(theta, wj)
         if np.max(np.abs(F)) <= tol:
             break
+        if not well_conditioned(K):       # a degenerate active set (as many columns as the data's rank):
+            break                         # Newton has no reliable step; the caller falls back
         direction = -solve_symmetric(K, F)
         f0 = piece.objective(theta, wj)
         slope = min(float(F @ direction), 0.0)
@@ -410,14 +426,10 @@ class _Follower:
         event.terminal = True
         event.direction = -1
 
-        if power != 1.0:
-            sol = scipy.integrate.solve_ivp(rhs_in_tau, (theta ** (1 / power), theta_to ** (1 / power)), w[columns],
-                                            method=opt.method, rtol=opt.rtol, atol=opt.atol, dense_output=True)
-            sol.t = sol.t ** power
-        else:
-            sol = scipy.integrate.solve_ivp(rhs, (theta, theta_to), w[columns], method=opt.method, rtol=opt.rtol,
-                                            atol=opt.atol, dense_output=True,
-                                            events=event if (events and pb.sparse) else None)
+        try:
+            sol = self._solve_ivp(rhs, rhs_in_tau, event, theta, theta_to, w[columns], events, power)
+        except (np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
+            raise _PathBroken(f"the ODE could not be integrated from theta = {theta:.6g} ({exc})") from None
         if sol.status == -1:
             raise _PathBroken(f"the ODE solver failed at theta = {sol.t[-1]:.6g} ({sol.message})")
         stopped = sol.status == 1 and sol.t_events[0].size > 0
@@ -427,6 +439,18 @@ class _Follower:
         w_end[columns] = y_end
         self.path.segments.append(PathSegment(theta, t_end, columns, "ode", w.copy(), w_end.copy(), sol.sol, power))
         return w_end, t_end, (piece, reference, offset) if stopped else None
+
+    def _solve_ivp(self, rhs, rhs_in_tau, event, theta, theta_to, start, events, power):
+        pb, opt = self.problem, self.opt
+        if power != 1.0:
+            sol = scipy.integrate.solve_ivp(rhs_in_tau, (theta ** (1 / power), theta_to ** (1 / power)), start,
+                                            method=opt.method, rtol=opt.rtol, atol=opt.atol, dense_output=True)
+            sol.t = sol.t ** power
+        else:
+            sol = scipy.integrate.solve_ivp(rhs, (theta, theta_to), start, method=opt.method, rtol=opt.rtol,
+                                            atol=opt.atol, dense_output=True,
+                                            events=event if (events and pb.sparse) else None)
+        return sol
 
     def transition(self, w, theta, groups, piece):
         """At an event: move the groups at a transition, polish, start the entering ones."""
@@ -565,6 +589,7 @@ def _lp_walk(walker: _Follower, w, direction):
     fixed = [g for g in everything if not pb.group_moving[g]]
     theta0 = opt.start_theta
     power = max(1.0, pb.penalty.exponent - 1.0)           # w_new grows like theta^(1/(p-1)) near 0
+    walker.last = w.copy()
     if direction == "add":
         start = w.copy()
         grad = pb.loss_gradient(w, 1.0)                   # -C on the moving columns, w_new = 0
@@ -574,6 +599,7 @@ def _lp_walk(walker: _Follower, w, direction):
         w, steps, _ = newton_polish(pb, w, theta0, everything, walker.tol)
         walker.path.n_newton += steps
         walker.path.segments.append(PathSegment(0.0, theta0, pb.columns_of(everything), "start", start, w.copy()))
+        walker.last = w.copy()
         w, _, _ = walker.integrate(w, theta0, 1.0, everything, events=False, power=power)
     else:
         w, _, _ = walker.integrate(w, 1.0, theta0, everything, events=False, power=power)
