@@ -121,15 +121,18 @@ class DFLS(Parameters):
         if X.shape[1] == 0:
             raise InputError(f"{where} has no columns")
         mean = X.mean(axis=0) if self.fit_intercept else np.zeros(X.shape[1])
-        Z = X - mean
-        scale = np.sqrt(np.mean(Z * Z, axis=0)) if self.standardize else np.ones(X.shape[1])
-        flat = np.flatnonzero(np.sqrt(np.mean(Z * Z, axis=0)) <= 1e-12 * max(1.0, np.max(np.abs(X), initial=0)))
+        Z = np.subtract(X, mean, order="F")                            # the one copy of the new columns
+        spread = np.sqrt(np.einsum("ij,ij->j", Z, Z) / Z.shape[0])
+        flat = np.flatnonzero(spread <= 1e-12 * max(1.0, np.max(np.abs(mean), initial=0.0), np.max(spread)))
         if flat.size:
             raise InputError(f"column{'s' if flat.size > 1 else ''} {', '.join(map(str, flat[:10]))} of {where} "
                              f"{'are' if flat.size > 1 else 'is'} constant"
                              f"{' (the intercept already covers a constant)' if self.fit_intercept else ''}; "
                              f"DFLS needs columns that vary")
-        return Z / scale, mean, scale
+        scale = spread if self.standardize else np.ones(X.shape[1])
+        if self.standardize:
+            Z /= scale
+        return Z, mean, scale
 
     def _labels_for(self, groups, n_columns, where, existing=None):
         if self.penalty != "group_lasso":
@@ -166,8 +169,9 @@ class DFLS(Parameters):
         """The standardized training columns the model is fitted on (a view)."""
         return self._design[:, :self._n_columns]
 
-    def _store_design(self, Z):
-        self._design = np.asfortranarray(Z)
+    def _store_design(self, Z, spare=0):
+        self._design = np.empty((Z.shape[0], Z.shape[1] + spare), order="F")
+        self._design[:, :Z.shape[1]] = Z
         self._n_columns = Z.shape[1]
 
     def _design_with(self, Zn):
@@ -199,7 +203,7 @@ class DFLS(Parameters):
         y = as_label_vector(y, n, "y")
         self.y_mean_ = float(y.mean()) if self.fit_intercept else 0.0
         self.y_ = y - self.y_mean_
-        self._store_design(Z)
+        self._store_design(Z, spare=max(8, -(-Z.shape[1] // 4)))     # room to add features without a copy
         self.x_mean_, self.x_scale_ = mean, scale
         self.groups_ = self._labels_for(self.groups, Z.shape[1], "groups")
         self.gram_ = Z.T @ Z / n
