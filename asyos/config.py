@@ -67,6 +67,8 @@ class RunConfig:
     staleness_policy: str = "max"
     schedule: str = "round-robin"
     sharding: str = "contiguous"
+    budget_mode: str = "split"
+    cap: Optional[int] = None
     transport: str = "auto"
     push_mode: str = "auto"
     max_batch: int = 16
@@ -135,7 +137,7 @@ class RunConfig:
         _require(self.index_base in ("auto", "0", "1", 0, 1),
                  f"--index-base must be auto, 0 or 1; got {self.index_base!r}")
         for name in ("n_samples", "n_features", "n_informative", "budget", "passes", "workers", "chunk_rows",
-                     "group_size"):
+                     "group_size", "cap"):
             value = getattr(self, name)
             if value is not None:
                 _require(value >= 1, f"--{_flag(name)} must be at least 1; got {value}")
@@ -169,6 +171,9 @@ class RunConfig:
         _require(self.sharding in SHARDING_SCHEMES,
                  f"unknown --sharding {self.sharding!r}; choose one of: {', '.join(SHARDING_SCHEMES)}")
         _require(self.scale in (None, "maxabs", "none"), f"--scale must be maxabs or none; got {self.scale!r}")
+        _require(self.budget_mode in ("split", "global"),
+                 f"--budget-mode must be split or global; got {self.budget_mode!r}")
+        _require(self.cap is None or self.budget_mode == "global", "--cap goes with --budget-mode global")
         self.estimator_params
         if self.algorithm != "dfls":
             for name in ("add_features", "remove_features"):

@@ -64,7 +64,8 @@ def _build_asy_os(config, loss, budget):
     workers = config.workers or DEFAULT_SIMULATED_WORKERS
     return AsyncOnlineSubstitution(n_workers=workers, max_staleness=config.max_staleness,
                                    policy=config.staleness_policy, schedule=config.schedule,
-                                   sharding=config.sharding, **_os_kwargs(config, loss, budget))
+                                   sharding=config.sharding, budget_mode=config.budget_mode, cap=config.cap,
+                                   **_os_kwargs(config, loss, budget))
 
 
 def _build_proj_gd(config, loss, budget):

@@ -84,6 +84,13 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--staleness-policy", help="simulator: max (default), uniform or fresh")
     g.add_argument("--schedule", help="simulator: round-robin (default) or random")
     g.add_argument("--sharding", help="contiguous (default), strided or hashed")
+    g.add_argument("--budget-mode", help="Asy-OS: split (default; each worker keeps s/q features, KDD'16) or "
+                                         "global (each worker may keep up to --cap; the central node keeps "
+                                         "theta, the s-th largest |w| over all workers, and workers drop "
+                                         "features below it; the union is cut to s). global runs in the "
+                                         "simulator (--simulate)")
+    g.add_argument("--cap", type=int, help="global budget: the most features a worker keeps "
+                                           "(default min(s, ceil(3 s / q)))")
     g.add_argument("--transport", help="MPI: shared-memory (the workers add their changes into u_C in "
                                        "memory shared on the node; the central rank only watches), messages "
                                        "(pushes to the central rank, which works across nodes), or auto "
@@ -151,6 +158,9 @@ def run_local(config) -> int:
     if simulated and not (spec.sample_stream or config.algorithm in ("os", "asy-os")):
         raise InputError(f"--simulate runs Asy-OS or a sample-stream learner; algorithm {config.algorithm!r} "
                          f"has no simulated form")
+    if config.budget_mode != "split" and not (simulated and not spec.sample_stream):
+        raise InputError("--budget-mode global applies to Asy-OS in the simulator (--simulate or --algorithm "
+                         "asy-os)")
     if config.tune and not spec.sample_stream:
         raise InputError(f"--tune applies to the sample-stream learners; {config.algorithm!r} is not one")
     source = open_data_source(config)
@@ -189,7 +199,7 @@ def run_local(config) -> int:
     if getattr(estimator, "trace_", None):
         extra["trace"] = estimator.trace_
     for name in ("step_size_", "lipschitz_", "n_steps_", "n_iter_", "n_samples_seen_", "n_updates_", "lam_",
-                 "online_accuracy_"):
+                 "online_accuracy_", "threshold_", "n_dropped_"):
         if hasattr(estimator, name):
             extra[name.rstrip("_")] = getattr(estimator, name)
     if simulated:

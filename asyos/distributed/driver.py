@@ -72,6 +72,9 @@ def run_asy_os(config, comm):
     t_start = time.perf_counter()
     if config.simulate:
         raise InputError("--simulate runs in one process; start it without mpiexec")
+    if config.budget_mode != "split":
+        raise InputError("--budget-mode global runs in the simulator so far (python -m asyos.run --simulate "
+                         "--budget-mode global); under mpiexec Asy-OS splits the budget")
     spec = get_algorithm(config.algorithm)
     if not spec.runs_on_mpi:
         raise InputError(f"algorithm {config.algorithm!r} does not run under mpiexec; run it without mpiexec")

@@ -77,6 +77,12 @@ class Worker:
         self.steps = 0                 # committed steps
         self.proposals = 0             # including refused ones
         self.log = SelectionLog(worker_id) if log_selection else None
+        # global budget: features dropped below the central threshold, their -x_k w_k summed here
+        # until a push carries it to the central node
+        self.carry = np.zeros(self.n)
+        self._carrying = False
+        self._view = None
+        self.dropped = 0
 
     def __getstate__(self):
         """``delta`` is a view of the wire buffer, which pickling would cut: rebuilt on load."""
@@ -95,7 +101,7 @@ class Worker:
 
     @property
     def done(self) -> bool:
-        return self._next_feature(advance=False) is None
+        return self._next_feature(advance=False) is None and not self._carrying
 
     def _next_feature(self, advance=True):
         p_local = self.shard.n_local
@@ -112,19 +118,54 @@ class Worker:
             self._pass, self._pos = pass_index, pos
         return None
 
-    def propose(self, u: np.ndarray, version: int = 0) -> Optional[Push]:
+    def drop_below(self, threshold: float) -> int:
+        """Global budget: drop the retained features with ``|w| < threshold``; their ``Delta u``
+        waits in ``carry`` for the next push. Returns how many were dropped."""
+        if not threshold > 0 or self.state.size == 0:
+            return 0
+        dropped = self.state.drop_below(threshold, self.carry)
+        for j in dropped:
+            self._retained[j] = False
+            if self.log is not None:
+                self.log.record(self.steps, self._pass, int(self.shard.columns[j]), "drop", 0.0)
+        if dropped:
+            self._carrying = True
+            self.dropped += len(dropped)
+        return len(dropped)
+
+    def propose(self, u: np.ndarray, version: int = 0, threshold: Optional[float] = None) -> Optional[Push]:
         """One step at central state ``u`` (read at ``version``); ``None`` when the passes are done.
-        The returned ``Push`` (and its buffer) is reused by the next call."""
+        The returned ``Push`` (and its buffer) is reused by the next call.
+
+        With ``threshold`` (the global budget), the retained features below it are dropped first;
+        the step is then taken at the worker's view ``u + carry`` (the central state plus its own
+        changes not yet pushed), and the push carries both. A worker done with its passes still
+        returns one last push while it has something to carry."""
         self._cursor_before = (self._pass, self._pos)
+        if threshold is not None:
+            self.drop_below(threshold)
         nxt = self._next_feature()
         if nxt is None:
-            return None
+            if not self._carrying:
+                return None
+            self.delta[:] = self.carry                    # the last push: only the drops
+            self.buffer[self.n + PUSH_VERSION] = version
+            self._current = None
+            push = self._push
+            push.version_read, push.feature, push.action = int(version), -1, 0
+            return push
         self._current = nxt
         j = nxt[1]
+        if self._carrying:
+            if self._view is None:
+                self._view = np.empty(self.n)
+            u = np.add(u, self.carry, out=self._view)
         try:
             action = self.state.propose(j, self.shard.column(j), u, self.delta)
         except DivergenceError as exc:
             raise DivergenceError(f"{exc} (pass {nxt[0] + 1}, feature {int(self.shard.columns[j])})") from None
+        if self._carrying:
+            self.delta += self.carry
         self.buffer[self.n + PUSH_VERSION] = version
         self.proposals += 1
         push = self._push
@@ -132,6 +173,11 @@ class Worker:
         return push
 
     def commit(self):
+        if self._carrying:
+            self.carry.fill(0.0)
+            self._carrying = False
+        if self._current is None:                         # the last push carried only drops
+            return 0
         action, j, left, slot = self.state.commit()
         self.steps += 1
         if action in (ENTER, SUBSTITUTE):
@@ -147,8 +193,10 @@ class Worker:
         return action
 
     def discard(self):
-        """The push was refused: forget the step and offer the same feature again."""
-        self.state.discard()
+        """The push was refused: forget the step and offer the same feature again (features
+        dropped stay dropped; their ``Delta u`` stays in ``carry`` for the next push)."""
+        if self._current is not None:
+            self.state.discard()
         self._pass, self._pos = self._cursor_before
 
     # -- results ----------------------------------------------------------------------------
@@ -163,6 +211,27 @@ class Worker:
         local = self.state.retained
         order = np.argsort(self.shard.columns[local], kind="stable")
         return self.state.XS[:self.state.size][order].copy()
+
+
+class GlobalThreshold:
+    """The global budget's threshold ``theta`` (kept by the central node): the ``budget``-th largest
+    ``|w|`` over the retained weights every worker last reported (0 while fewer are retained).
+    A worker drops its features below it, so the union of all workers' features stays near the
+    budget however the true features fall over the shards. Updating it costs ``O(q cap)``."""
+
+    def __init__(self, budget: int, n_workers: int):
+        self.budget = int(budget)
+        self.weights = [np.zeros(0)] * int(n_workers)
+        self.value = 0.0
+        self.updates = 0
+
+    def update(self, worker: int, weights) -> float:
+        self.weights[worker] = np.abs(np.asarray(weights, dtype=float))
+        pooled = np.concatenate(self.weights)
+        k = pooled.size - self.budget
+        self.value = float(np.partition(pooled, k)[k]) if k >= 0 else 0.0
+        self.updates += 1
+        return self.value
 
 
 class Central:

@@ -68,8 +68,12 @@ def check_simulation_args(max_staleness, policy, schedule):
 
 
 def simulate(workers, central, max_staleness: int, policy: str = "max", schedule: str = "round-robin",
-             seed=0) -> SimulationReport:
-    """Run every worker to the end of its passes under bounded staleness; returns the report."""
+             seed=0, threshold=None) -> SimulationReport:
+    """Run every worker to the end of its passes under bounded staleness; returns the report.
+
+    With ``threshold`` (a ``GlobalThreshold``: the global budget), a worker reads ``theta`` as of
+    the same version as ``u_C`` (it comes with the pull, so it is exactly as stale) and the
+    central node updates it from the worker's retained weights after every push."""
     check_simulation_args(max_staleness, policy, schedule)
     tau = int(max_staleness)
     rng = np.random.default_rng(seed)
@@ -78,7 +82,7 @@ def simulate(workers, central, max_staleness: int, policy: str = "max", schedule
     floors = [central.version] * len(workers)
     active = [i for i, w in enumerate(workers) if not w.done]
     with np.errstate(over="ignore", invalid="ignore"):   # divergence is reported by the kernel
-        steps = _run(workers, central, tau, policy, schedule, rng, history, floors, active)
+        steps = _run(workers, central, tau, policy, schedule, rng, history, floors, active, threshold)
     return SimulationReport(steps=steps, staleness=central.staleness_summary(), refused=central.refused,
                             max_staleness=tau, policy=policy, schedule=schedule)
 
@@ -118,14 +122,19 @@ def choose_version(policy, rng, current, tau, floor):
     return current
 
 
-def _run(workers, central, tau, policy, schedule, rng, history, floors, active):
+def _run(workers, central, tau, policy, schedule, rng, history, floors, active, threshold=None):
     order = WorkerSchedule(active, schedule, rng)
+    thetas = np.zeros(tau + 1)               # theta by version, like the snapshots of u_C
     steps = 0
     while order:
         slot, i = order.next()
         V = central.version
         r = choose_version(policy, rng, V, tau, floors[i])
-        push = workers[i].propose(history.read(r, V, central.u), r)
+        u = history.read(r, V, central.u)
+        if threshold is None:
+            push = workers[i].propose(u, r)
+        else:
+            push = workers[i].propose(u, r, threshold.value if r == V else thetas[r % (tau + 1)])
         if push is None:
             order.retire(slot)
             continue
@@ -134,5 +143,7 @@ def _run(workers, central, tau, policy, schedule, rng, history, floors, active):
         workers[i].commit()
         floors[i] = central.version
         history.record(central.version, central.u)
+        if threshold is not None:
+            thetas[central.version % (tau + 1)] = threshold.update(i, workers[i].state.weights)
         steps += 1
     return steps

@@ -13,7 +13,9 @@ import numpy as np
 
 from ..data.shard import FeatureShard
 from ..data.sharding import SHARDING_SCHEMES, shard_columns, split_budget
+from ..distributed.roles import GlobalThreshold
 from ..distributed.simulator import check_simulation_args, simulate
+from ..truncation import keep_top_k
 from ..errors import InputError
 from .base import check_positive_int
 from .online_substitution import (OnlineSubstitution, check_objective, local_lipschitz, make_worker,
@@ -30,25 +32,53 @@ def check_worker_count(n_workers, n_features, budget):
                          f"worker keeps budget/workers features and needs at least one")
 
 
-def build_workers(X, y, loss, budget, n_workers, options, seed, sharding="contiguous"):
-    """Shards, the common ``L_F`` (maximum over the shards' estimates) and one worker per shard."""
+BUDGET_MODES = ("split", "global")
+
+
+def default_cap(budget: int, n_workers: int) -> int:
+    """The global budget's per-worker cap: ``min(s, ceil(3 s / q))``."""
+    return min(budget, -(-3 * budget // n_workers))
+
+
+def worker_budgets(budget, n_workers, budget_mode="split", cap=None) -> list:
+    """``split``: ``s/q`` each (KDD'16); ``global``: each worker may hold up to ``cap``."""
+    if budget_mode not in BUDGET_MODES:
+        raise InputError(f"unknown budget mode {budget_mode!r}; choose one of: {', '.join(BUDGET_MODES)}")
+    if budget_mode == "split":
+        if cap is not None:
+            raise InputError("cap applies to budget_mode='global'")
+        return split_budget(budget, n_workers)
+    cap = default_cap(budget, n_workers) if cap is None else check_positive_int(cap, "cap")
+    if cap > budget:
+        raise InputError(f"cap {cap} is larger than the budget ({budget})")
+    return [cap] * n_workers
+
+
+def build_workers(X, y, loss, budget, n_workers, options, seed, sharding="contiguous", budgets=None):
+    """Shards, the common ``L_F`` (maximum over the shards' estimates) and one worker per shard
+    (budgets ``s/q`` unless ``budgets`` says otherwise)."""
     p = X.shape[1]
     columns = [shard_columns(p, n_workers, w, sharding) for w in range(n_workers)]
     shards = [FeatureShard(X[:, cols], cols) for cols in columns]
     lipschitz = max(local_lipschitz(sh, budget, loss, seed, w) for w, sh in enumerate(shards))
-    budgets = split_budget(budget, n_workers)
+    budgets = split_budget(budget, n_workers) if budgets is None else budgets
     workers = [make_worker(sh, y, loss, b, lipschitz, options, worker_id=w)
                for w, (sh, b) in enumerate(zip(shards, budgets))]
     return workers, lipschitz
 
 
-def gather_selection(workers):
-    """Union of the workers' selections, sorted by feature index."""
+def gather_selection(workers, budget=None):
+    """Union of the workers' selections, sorted by feature index; with ``budget`` (the global
+    budget) cut to the ``budget`` largest ``|w|`` (ties to the lower feature index)."""
     parts = [w.selection() for w in workers]
     support = np.concatenate([s for s, _ in parts]) if parts else np.empty(0, dtype=np.intp)
     weights = np.concatenate([v for _, v in parts]) if parts else np.empty(0)
     order = np.argsort(support, kind="stable")
-    return support[order], weights[order]
+    support, weights = support[order], weights[order]
+    if budget is not None and support.size > budget:
+        keep = keep_top_k(np.abs(weights), budget)
+        support, weights = support[keep], weights[keep]
+    return support, weights
 
 
 class AsyncOnlineSubstitution(OnlineSubstitution):
@@ -63,15 +93,23 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         Which snapshot a worker reads within the bound (see ``asyos.distributed.simulator``).
     schedule : {"round-robin", "random"}
     sharding : {"contiguous", "strided", "hashed"}
+    budget_mode : {"split", "global"}
+        ``split``: each worker keeps ``s/q`` features (KDD'16). ``global``: each worker may keep up
+        to ``cap`` (default ``min(s, ceil(3 s/q))``); the central node keeps ``theta``, the s-th
+        largest ``|w|`` over all retained weights, and sends it with every pull; a worker drops
+        its features below ``theta``; the union is cut to the top ``s`` at the end (then refit).
+    cap : int or None
     decrease_check : bool
         Alg. 3 omits it; on by default (as in OS), evaluated at the worker's snapshot.
 
-    Extra attributes: ``staleness_`` (mean, max, p95, histogram), ``n_pushes_``.
+    Extra attributes: ``staleness_`` (mean, max, p95, histogram), ``n_pushes_``; global budget:
+    ``threshold_`` (the final ``theta``), ``n_dropped_`` (features dropped below it).
     """
 
     def __init__(self, budget=10, n_workers=4, max_staleness=None, policy="max", schedule="round-robin",
                  sharding="contiguous", loss="squared", passes=2, step_size=None, step_divisor=1.0,
-                 decrease_check=True, decrease_constant=1.0, refit=True, random_state=0, trace_every=0):
+                 decrease_check=True, decrease_constant=1.0, refit=True, random_state=0, trace_every=0,
+                 budget_mode="split", cap=None):
         super().__init__(budget=budget, loss=loss, passes=passes, step_size=step_size,
                          step_divisor=step_divisor, decrease_check=decrease_check,
                          decrease_constant=decrease_constant, refit=refit, random_state=random_state,
@@ -81,6 +119,8 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         self.policy = policy
         self.schedule = schedule
         self.sharding = sharding
+        self.budget_mode = budget_mode
+        self.cap = cap
 
     def fit(self, X, y):
         X, y, loss = self._validate_data(X, y)
@@ -90,15 +130,20 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         check_simulation_args(tau, self.policy, self.schedule)
         if self.sharding not in SHARDING_SCHEMES:
             raise InputError(f"unknown sharding {self.sharding!r}; choose one of: {', '.join(SHARDING_SCHEMES)}")
+        budgets = worker_budgets(self.budget, self.n_workers, self.budget_mode, self.cap)
         start = time.perf_counter()
         workers, lipschitz = build_workers(X, y, loss, self.budget, self.n_workers, options,
-                                           self.random_state, self.sharding)
+                                           self.random_state, self.sharding, budgets)
         central, trace = self._central(X.shape[0], loss, y)
-        report = simulate(workers, central, tau, self.policy, self.schedule, seed=self.random_state)
+        threshold = GlobalThreshold(self.budget, self.n_workers) if self.budget_mode == "global" else None
+        report = simulate(workers, central, tau, self.policy, self.schedule, seed=self.random_state,
+                          threshold=threshold)
         self._finish_trace(trace, central)
         with quiet_float_errors():
             self.objective_selection_ = check_objective(loss, y, central.u, workers[0].state.step_size, lipschitz)
-        support, weights = gather_selection(workers)
+        support, weights = gather_selection(workers, self.budget if threshold is not None else None)
+        self.threshold_ = threshold.value if threshold is not None else None
+        self.n_dropped_ = sum(w.dropped for w in workers)
         self._set_selection(X, y, loss, support, weights)
         self.lipschitz_ = lipschitz
         self.step_size_ = workers[0].state.step_size

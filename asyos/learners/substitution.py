@@ -195,6 +195,28 @@ class SubstitutionState:
         """Forget the last proposal (the state is unchanged)."""
         self._pending = None
 
+    def drop_below(self, threshold: float, delta: np.ndarray) -> list:
+        """Drop every retained feature with ``|w| < threshold`` (the global budget's rule): its
+        contribution ``-w_k x_k`` is added to ``delta``; the last slots move into the holes.
+        Returns the local indices dropped."""
+        dropped = []
+        k = 0
+        while k < self.size:
+            if abs(self.w[k]) < threshold:
+                daxpy(self.XS[k], delta, a=-self.w[k])
+                dropped.append(int(self.slots[k]))
+                last = self.size - 1
+                if k != last:
+                    self.XS[k] = self.XS[last]
+                    self.w[k] = self.w[last]
+                    self.slots[k] = self.slots[last]
+                self.w[last] = 0.0
+                self.slots[last] = -1
+                self._resize(last)
+            else:
+                k += 1
+        return dropped
+
     # ------------------------------------------------------------------------------------------
     @property
     def retained(self) -> np.ndarray:

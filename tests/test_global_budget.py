@@ -1,0 +1,122 @@
+"""The global budget for Asy-OS (``budget_mode="global"``): workers hold up to a cap, the central
+node keeps ``theta`` (the s-th largest |w| over all retained weights), workers drop features below
+it, and the union is cut to the top ``s`` at the end."""
+import numpy as np
+import pytest
+
+from asyos import AsyncOnlineSubstitution, make_regression
+from asyos.distributed.roles import Central, GlobalThreshold
+from asyos.distributed.simulator import simulate
+from asyos.errors import InputError
+from asyos.learners.asy_os import build_workers, default_cap, worker_budgets
+from asyos.learners.online_substitution import SubstitutionOptions
+from asyos.learners.substitution import SubstitutionState
+from asyos.losses import get_loss
+
+
+@pytest.fixture(scope="module")
+def uneven():
+    """The true features crowd into the first shard of four: the split budget must lose some."""
+    d = make_regression(n_features=400, n_informative=16, n_samples=200, seed=5)
+    order = np.r_[np.flatnonzero(d.true_coef), np.flatnonzero(d.true_coef == 0)]
+    return d.X[:, order], d.y, np.arange(16)
+
+
+def recall(model, true):
+    return np.isin(true, model.support_).mean()
+
+
+def test_threshold_is_the_budget_th_largest_retained_weight():
+    t = GlobalThreshold(budget=3, n_workers=2)
+    assert t.update(0, [0.5, -2.0]) == 0.0                    # fewer than 3 retained: no threshold
+    assert t.update(1, [1.0, -0.1, 3.0]) == 1.0               # |w| = 3, 2, 1, 0.5, 0.1 -> the 3rd
+    assert t.update(0, []) == 0.1                             # worker 0 now holds nothing
+    assert t.updates == 3
+
+
+def test_dropping_keeps_the_contribution_exact():
+    rng = np.random.default_rng(0)
+    n = 30
+    state = SubstitutionState(n, 5, 0.05, get_loss("squared"), rng.standard_normal(n), kernels="numpy")
+    for j in range(5):
+        delta = np.empty(n)
+        state.propose(j, rng.standard_normal(n), np.zeros(n), delta)
+        state.commit()
+    before = state.contribution()
+    weights = dict(zip(state.retained.tolist(), state.weights.tolist()))
+    theta = np.sort(np.abs(state.weights))[2]
+    delta = np.zeros(n)
+    dropped = state.drop_below(theta, delta)
+    assert len(dropped) == 2 and state.size == 3
+    assert all(abs(weights[j]) < theta for j in dropped)
+    assert all(abs(weights[j]) >= theta for j in state.retained)
+    np.testing.assert_allclose(state.contribution(), before + delta, atol=1e-12)
+
+
+def test_global_mode_recovers_what_the_split_loses(uneven):
+    X, y, true = uneven
+    split = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2).fit(X, y)
+    glob = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2, budget_mode="global").fit(X, y)
+    assert recall(split, true) <= 4 / 16 + 1e-12        # a 16/4 = 4 budget in the shard holding all 16
+    assert recall(glob, true) >= 0.75
+    assert glob.support_.size <= 16 and glob.n_dropped_ > 0 and glob.threshold_ > 0
+
+
+@pytest.mark.parametrize("q,tau", [(2, 0), (4, 4), (8, 8)])
+def test_selection_never_exceeds_the_budget_and_u_c_is_the_sum_of_the_workers(uneven, q, tau):
+    X, y, _ = uneven
+    s = 16
+    loss = get_loss("squared")
+    budgets = worker_budgets(s, q, "global")
+    workers, _ = build_workers(X, y, loss, s, q, SubstitutionOptions(passes=2), 0, budgets=budgets)
+    central = Central(X.shape[0])
+    threshold = GlobalThreshold(s, q)
+    simulate(workers, central, tau, threshold=threshold)
+    total = sum(w.state.contribution() for w in workers)
+    np.testing.assert_allclose(central.u, total, atol=1e-9 * max(1.0, np.abs(total).max()))
+    assert all(w.state.size <= budgets[0] for w in workers)
+    model = AsyncOnlineSubstitution(budget=s, n_workers=q, max_staleness=tau, budget_mode="global").fit(X, y)
+    assert model.support_.size <= s
+
+
+def test_a_cap_of_s_over_q_is_the_split_mode(uneven):
+    X, y, _ = uneven
+    split = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2).fit(X, y)
+    glob = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2, budget_mode="global", cap=4).fit(X, y)
+    np.testing.assert_array_equal(split.support_, glob.support_)
+    assert np.array_equal(split.raw_coef_, glob.raw_coef_)
+    assert glob.n_dropped_ == 0
+
+
+def test_global_mode_is_deterministic(uneven):
+    X, y, _ = uneven
+    runs = [AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2, budget_mode="global", schedule="random",
+                                    policy="uniform", random_state=3).fit(X, y) for _ in range(2)]
+    np.testing.assert_array_equal(runs[0].support_, runs[1].support_)
+    assert np.array_equal(runs[0].raw_coef_, runs[1].raw_coef_)
+    assert runs[0].selection_log_ == runs[1].selection_log_
+
+
+def test_budget_mode_settings_are_checked(uneven):
+    X, y, _ = uneven
+    assert default_cap(64, 12) == 16 and default_cap(64, 2) == 64
+    with pytest.raises(InputError, match="unknown budget mode"):
+        AsyncOnlineSubstitution(budget=16, budget_mode="shared").fit(X, y)
+    with pytest.raises(InputError, match="cap 20 is larger than the budget"):
+        AsyncOnlineSubstitution(budget=16, budget_mode="global", cap=20).fit(X, y)
+    with pytest.raises(InputError, match="cap applies"):
+        AsyncOnlineSubstitution(budget=16, cap=4).fit(X, y)
+
+
+def test_cli_runs_the_global_budget_in_the_simulator(tmp_path):
+    import json
+
+    from test_cli import run
+    rc, out, err = run("--simulate", "--workers", "4", "--budget-mode", "global", "--n-features", "300",
+                       "--n-informative", "12", "--passes", "2", "--output", str(tmp_path), "--quiet")
+    assert rc == 0, err
+    record = json.loads((tmp_path / "results.json").read_text())
+    assert record["config"]["budget_mode"] == "global" and len(record["selected"]) <= 12
+    assert record["threshold"] > 0 and record["n_dropped"] >= 0
+    rc, out, err = run("--budget-mode", "global", "--n-features", "300", "--n-informative", "12")
+    assert rc == 2 and "applies to Asy-OS in the simulator" in err
