@@ -67,7 +67,8 @@ import zlib
 
 import numpy as np
 
-from asyos.benchmarking.common import Run, choose_profile, datasets_dir, fmt, parser, plot, print_table
+from asyos.benchmarking.common import (Run, choose_profile, datasets_dir, fmt, load_dense_dataset,
+                                      missing_dense_datasets, parser, plot, print_table)
 
 from asyos.learners.dfls import DFLS
 
@@ -116,21 +117,9 @@ def dense_stand_in(n=2000, p=21, seed=0):
     return X, X @ beta + 0.7 * rng.standard_normal(n) + 3.0
 
 
-def dataset_path(data_dir, name):
-    return os.path.join(data_dir, name, f"{name}.npz")
-
-
 def missing_data(data_dir, names):
     names = [n for n in names if n in REAL]
-    if not names:
-        return None
-    if not os.path.isdir(data_dir):
-        return (f"data directory not found: {data_dir} (the shared datasets are expected at ../shared/datasets next "
-                f"to the repository root; pass --data-dir DIR or set ASYOS_DATASETS)")
-    missing = [n for n in names if not os.path.exists(dataset_path(data_dir, n))]
-    if missing:
-        return f"data directory {data_dir} lacks {', '.join(dataset_path(data_dir, n) for n in missing)} (see its README.md)"
-    return None
+    return missing_dense_datasets(data_dir, names) if names else None
 
 
 def load(data_dir, name):
@@ -139,8 +128,7 @@ def load(data_dir, name):
     if name in MR:
         n, m, seed = MR[name]
         return make_regression(n, m, np.random.default_rng(seed))
-    with np.load(dataset_path(data_dir, name), allow_pickle=False) as z:
-        return z["X"].astype(np.float64), z["y"].astype(np.float64)
+    return load_dense_dataset(data_dir, name)
 
 
 def label(name):

@@ -39,7 +39,8 @@ import warnings
 
 import numpy as np
 
-from asyos.benchmarking.common import Run, choose_profile, datasets_dir, fmt, mean_std, parser, plot, print_table
+from asyos.benchmarking.common import (Run, choose_profile, datasets_dir, fmt, load_dense_dataset, mean_std,
+                                      missing_dense_datasets, parser, plot, print_table)
 
 from asyos.learners import extractors as E
 from asyos.stats import RunningAverages
@@ -71,25 +72,10 @@ def dense_stand_in(n=1000, p=30, n_true=6, seed=0):
     return X, y
 
 
-def dataset_path(data_dir, name):
-    return os.path.join(data_dir, name, f"{name}.npz")
-
-
-def missing_data(data_dir, names):
-    if not os.path.isdir(data_dir):
-        return (f"data directory not found: {data_dir} (the shared datasets are expected at ../shared/datasets next "
-                f"to the repository root; pass --data-dir DIR or set ASYOS_DATASETS)")
-    missing = [n for n in names if not os.path.exists(dataset_path(data_dir, n))]
-    if missing:
-        return f"data directory {data_dir} lacks {', '.join(dataset_path(data_dir, n) for n in missing)} (see its README.md)"
-    return None
-
-
 def load(data_dir, name):
     if name == STAND_IN:
         return dense_stand_in()
-    with np.load(dataset_path(data_dir, name), allow_pickle=False) as z:
-        return z["X"].astype(np.float64), z["y"].astype(np.float64)
+    return load_dense_dataset(data_dir, name)
 
 
 # ------------------------------------------------------------------------------------------ models
@@ -188,7 +174,7 @@ def main():
     except ImportError:
         raise SystemExit("scikit-learn is needed for the Lasso reference: pip install scikit-learn") from None
     data_dir = datasets_dir(args.data_dir)
-    problem = missing_data(data_dir, profile["datasets"])
+    problem = missing_dense_datasets(data_dir, profile["datasets"])
     if problem and not args.quick:
         raise SystemExit(problem)
     if problem:                      # --quick on a machine without the data: exercise the code on a stand-in

@@ -141,6 +141,29 @@ def datasets_dir(given=None) -> str:
     return os.path.join(os.path.dirname(repo), "shared", "datasets")
 
 
+def dense_dataset_path(data_dir, name) -> str:
+    """``DIR/name/name.npz``: a dense shared data set (keys ``X, y``)."""
+    return os.path.join(data_dir, name, f"{name}.npz")
+
+
+def missing_dense_datasets(data_dir, names):
+    """``None`` when every dense data set in ``names`` is there, else a message saying what is missing."""
+    if not os.path.isdir(data_dir):
+        return (f"data directory not found: {data_dir} (the shared datasets are expected at ../shared/datasets next "
+                f"to the repository root; pass --data-dir DIR or set ASYOS_DATASETS)")
+    missing = [dense_dataset_path(data_dir, n) for n in names if not os.path.exists(dense_dataset_path(data_dir, n))]
+    if missing:
+        return f"data directory {data_dir} lacks {', '.join(missing)} (see its README.md)"
+    return None
+
+
+def load_dense_dataset(data_dir, name):
+    """``(X, y)`` of a dense shared data set, as float64."""
+    import numpy as np
+    with np.load(dense_dataset_path(data_dir, name), allow_pickle=False) as z:
+        return z["X"].astype(np.float64), z["y"].astype(np.float64)
+
+
 def sparse_stand_in(name="stand-in", n_train=300, n_test=300, n_features=2000, nnz_per_row=40, n_true=20,
                     seed=0):
     """A small sparse classification problem shaped like the text data sets, for a ``--quick`` run on a
