@@ -87,8 +87,8 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--budget-mode", help="Asy-OS: split (default; each worker keeps s/q features, KDD'16) or "
                                          "global (each worker may keep up to --cap; the central node keeps "
                                          "theta, the s-th largest |w| over all workers, and workers drop "
-                                         "features below it; the union is cut to s). global runs in the "
-                                         "simulator (--simulate)")
+                                         "features below it; the union is cut to s). Under mpiexec "
+                                         "global uses --transport messages")
     g.add_argument("--cap", type=int, help="global budget: the most features a worker keeps "
                                            "(default min(s, ceil(3 s / q)))")
     g.add_argument("--transport", help="MPI: shared-memory (the workers add their changes into u_C in "
@@ -159,8 +159,8 @@ def run_local(config) -> int:
         raise InputError(f"--simulate runs Asy-OS or a sample-stream learner; algorithm {config.algorithm!r} "
                          f"has no simulated form")
     if config.budget_mode != "split" and not (simulated and not spec.sample_stream):
-        raise InputError("--budget-mode global applies to Asy-OS in the simulator (--simulate or --algorithm "
-                         "asy-os)")
+        raise InputError("--budget-mode global applies to Asy-OS: under mpiexec, or in the simulator (--simulate "
+                         "or --algorithm asy-os)")
     if config.tune and not spec.sample_stream:
         raise InputError(f"--tune applies to the sample-stream learners; {config.algorithm!r} is not one")
     source = open_data_source(config)

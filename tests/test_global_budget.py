@@ -119,4 +119,4 @@ def test_cli_runs_the_global_budget_in_the_simulator(tmp_path):
     assert record["config"]["budget_mode"] == "global" and len(record["selected"]) <= 12
     assert record["threshold"] > 0 and record["n_dropped"] >= 0
     rc, out, err = run("--budget-mode", "global", "--n-features", "300", "--n-informative", "12")
-    assert rc == 2 and "applies to Asy-OS in the simulator" in err
+    assert rc == 2 and "applies to Asy-OS" in err

@@ -36,10 +36,10 @@ import warnings
 import numpy as np
 
 from ..data.shard import FeatureShard
-from ..data.sharding import shard_columns, split_budget
+from ..data.sharding import shard_columns
 from ..errors import (EXIT_CENTRAL_LOST, EXIT_OK, EXIT_USAGE, EXIT_WORKER_FAILED, EXIT_WORKER_LOST, ConvergenceWarning,
                       InputError)
-from ..learners.asy_os import check_worker_count
+from ..learners.asy_os import check_worker_count, worker_budgets
 from ..learners.base import columns_dense
 from ..learners.kernels import backend as kernel_backend, warm_up as warm_up_kernels
 from ..learners.online_substitution import SubstitutionOptions, check_objective, local_lipschitz, make_worker
@@ -47,10 +47,11 @@ from ..learners.refit import refit as refit_model
 from ..problem import open_data_source, resolve_problem
 from ..registry import get_algorithm
 from ..trace import ObjectiveTrace
-from .messages import (PUSH_OWN_UNSEEN, PUSH_STEPS, PUSH_VERSION, REPLY_STATUS, REPLY_VERSION, STATUS_ACCEPTED,
-                       STATUS_REFUSED, TAG_ERROR, TAG_FINAL, TAG_PUSH, TAG_REPLY, TAG_SHUTDOWN, push_buffer,
-                       reply_buffer)
-from .roles import Central, Worker
+from ..truncation import keep_top_k
+from .messages import (PUSH_OWN_UNSEEN, PUSH_STEPS, PUSH_VERSION, REPLY_STATUS, REPLY_THETA, REPLY_VERSION,
+                       STATUS_ACCEPTED, STATUS_REFUSED, TAG_ERROR, TAG_FINAL, TAG_PUSH, TAG_REPLY, TAG_SHUTDOWN,
+                       push_buffer, read_weights, reply_buffer, write_weights)
+from .roles import Central, GlobalThreshold, Worker
 from .shared_state import SharedState, ranks_share_one_node, shared_steps
 from .transport import Backoff, Deadline, abort_job, ranks_oversubscribe_cores, wait_all, wait_object
 
@@ -72,9 +73,6 @@ def run_asy_os(config, comm):
     t_start = time.perf_counter()
     if config.simulate:
         raise InputError("--simulate runs in one process; start it without mpiexec")
-    if config.budget_mode != "split":
-        raise InputError("--budget-mode global runs in the simulator so far (python -m asyos.run --simulate "
-                         "--budget-mode global); under mpiexec Asy-OS splits the budget")
     spec = get_algorithm(config.algorithm)
     if not spec.runs_on_mpi:
         raise InputError(f"algorithm {config.algorithm!r} does not run under mpiexec; run it without mpiexec")
@@ -110,6 +108,10 @@ def run_asy_os(config, comm):
 def resolve_transport(config, comm) -> str:
     """``auto``: shared memory when every rank is on one node and no ``--push-mode`` was asked for,
     else messages. Collective (every rank calls it)."""
+    if config.budget_mode == "global":
+        if config.transport == "shared-memory":
+            raise InputError("--budget-mode global needs --transport messages (theta travels with the replies)")
+        return "messages"
     one_node = ranks_share_one_node(comm)
     if config.transport == "shared-memory" and not one_node:
         raise InputError("--transport shared-memory needs every rank on one node; these ranks span several "
@@ -143,7 +145,7 @@ def _worker_setup(config, rank, n_workers):
     warm_up_kernels(kernel_backend(None, Worker.expected_steps(shard, config.feature_passes)))
     return {
         "data": data, "shard": shard, "problem": problem,
-        "budget": split_budget(problem.budget, n_workers)[rank - 1],
+        "budget": worker_budgets(problem.budget, n_workers, config.budget_mode, config.cap)[rank - 1],
         "lipschitz": local_lipschitz(shard, problem.budget, problem.loss, config.seed, rank - 1),
     }
 
@@ -163,12 +165,13 @@ def _worker_main(config, comm, setup, lipschitz, backoff, shared=None):
                              worker_id=rank - 1)
         timeout = CENTRAL_TIMEOUT_FACTOR * config.watchdog_timeout
         histogram = None
+        global_budget = config.budget_mode == "global"
         if shared is not None:
             compute_s, histogram = shared_steps(shared, rank - 1, worker, config.max_staleness)
         elif config.resolved_push_mode == "pipelined":
-            compute_s = _steps_pipelined(comm, worker, backoff, timeout, config.max_batch)
+            compute_s = _steps_pipelined(comm, worker, backoff, timeout, config.max_batch, global_budget)
         else:
-            compute_s = _steps_one_by_one(comm, worker, backoff, timeout)
+            compute_s = _steps_one_by_one(comm, worker, backoff, timeout, global_budget)
         local = worker.state.retained
         order = np.argsort(shard.columns[local], kind="stable")
         local = local[order]
@@ -186,6 +189,7 @@ def _worker_main(config, comm, setup, lipschitz, backoff, shared=None):
             "step_size": worker.state.step_size,
             "log": worker.log.rows,
             "staleness_histogram": histogram,
+            "dropped": worker.dropped,
         }
         wait_object(comm.isend(final, dest=0, tag=TAG_FINAL), backoff, timeout)
     except Deadline as exc:
@@ -200,7 +204,7 @@ def _worker_main(config, comm, setup, lipschitz, backoff, shared=None):
         shared.free()
 
 
-def _steps_one_by_one(comm, worker, backoff, timeout) -> float:
+def _steps_one_by_one(comm, worker, backoff, timeout, global_budget=False) -> float:
     """``--push-mode each-step``, KDD'16 Alg. 3 literally: push, wait for the verdict and the fresh
     ``u_C``, then step again. The only mode that can enforce ``--max-staleness``: a refused step is
     discarded and redone from the fresh state."""
@@ -211,7 +215,7 @@ def _steps_one_by_one(comm, worker, backoff, timeout) -> float:
     compute_s = 0.0
     while True:
         t0 = time.perf_counter()
-        push = worker.propose(u, version)
+        push = worker.propose(u, version, reply[n + REPLY_THETA]) if global_budget else worker.propose(u, version)
         compute_s += time.perf_counter() - t0
         if push is None:
             return compute_s
@@ -225,7 +229,7 @@ def _steps_one_by_one(comm, worker, backoff, timeout) -> float:
             worker.discard()
 
 
-def _steps_pipelined(comm, worker, backoff, timeout, max_batch) -> float:
+def _steps_pipelined(comm, worker, backoff, timeout, max_batch, global_budget=False) -> float:
     """``--push-mode pipelined``, Alg. 3 without idle waits: one push in flight, and the steps taken
     meanwhile summed into the next push.
 
@@ -244,7 +248,8 @@ def _steps_pipelined(comm, worker, backoff, timeout, max_batch) -> float:
     n = worker.n
     reply = reply_buffer(n)
     view = np.zeros(n)
-    pending, sending = push_buffer(n), push_buffer(n)     # steps not yet pushed / the push in flight
+    pending = push_buffer(n, worker.state.budget)        # steps not yet pushed
+    sending = push_buffer(n, worker.state.budget)        # the push in flight
     version, steps_pending = 0, 0
     send = recv = None
     finished = False
@@ -262,6 +267,8 @@ def _steps_pipelined(comm, worker, backoff, timeout, max_batch) -> float:
         if send is None and steps_pending:
             pending, sending = sending, pending
             sending[n + PUSH_STEPS] = steps_pending
+            if global_budget:
+                write_weights(sending, n, worker.state.weights)
             recv = comm.Irecv(reply, source=0, tag=TAG_REPLY)
             send = comm.Isend(sending, dest=0, tag=TAG_PUSH)
             pending[:n] = 0.0
@@ -271,7 +278,8 @@ def _steps_pipelined(comm, worker, backoff, timeout, max_batch) -> float:
                 return compute_s
             continue
         t0 = time.perf_counter()
-        push = worker.propose(view, version)
+        push = (worker.propose(view, version, reply[n + REPLY_THETA]) if global_budget
+                else worker.propose(view, version))
         if push is None:
             finished = True
             continue
@@ -308,7 +316,7 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
     if trace is not None:
         trace.record(central)
     if shared is None:
-        finals, busy_s = _serve_pushes(config, comm, central, backoff)
+        finals, busy_s = _serve_pushes(config, comm, central, backoff, problem.budget)
     else:
         finals, busy_s = _watch_shared(config, comm, central, shared, trace)
     async_s = time.perf_counter() - t_async0
@@ -334,13 +342,15 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
     return record
 
 
-def _serve_pushes(config, comm, central, backoff):
+def _serve_pushes(config, comm, central, backoff, budget):
     """``--transport messages``: serve pushes until every worker has sent its final selection.
     Returns the finals and the time spent serving pushes."""
     from mpi4py import MPI
 
     n, q = central.n, comm.Get_size() - 1
-    push_bufs = [push_buffer(n) for _ in range(q)]
+    budgets = worker_budgets(budget, q, config.budget_mode, config.cap)
+    threshold = GlobalThreshold(budget, q) if config.budget_mode == "global" else None
+    push_bufs = [push_buffer(n, budgets[i]) for i in range(q)]
     reply_bufs = [reply_buffer(n) for _ in range(q)]
     receives = [comm.Recv_init(push_bufs[i], source=i + 1, tag=TAG_PUSH) for i in range(q)]
     MPI.Prequest.Startall(receives)
@@ -359,6 +369,8 @@ def _serve_pushes(config, comm, central, backoff):
                 buf = push_bufs[i]
                 accepted = central.apply(buf[:n], int(buf[n + PUSH_VERSION]), int(buf[n + PUSH_STEPS]),
                                          int(buf[n + PUSH_OWN_UNSEEN]))
+                if threshold is not None and accepted:
+                    central.u_ext[n + REPLY_THETA] = threshold.update(i, read_weights(buf, n))
                 if replies[i] is not None:
                     replies[i].Wait()           # the worker got it before pushing again
                 out = reply_bufs[i]
@@ -467,6 +479,8 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
     weights = np.concatenate([f["weights"] for f in finals])
     columns = np.concatenate([f["columns"] for f in finals]) if selected.size else np.zeros((0, y.size))
     order = np.argsort(selected, kind="stable")
+    if config.budget_mode == "global" and order.size > problem.budget:     # the union cut to the top s
+        order = order[keep_top_k(np.abs(weights[order]), problem.budget)]
     selected, weights, columns = selected[order], weights[order], columns[order]
     has_test = y_test is not None and all(f["test_columns"] is not None for f in finals)
     test_columns = (np.concatenate([f["test_columns"] for f in finals])[order] if has_test and selected.size
@@ -504,6 +518,9 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         central=_central_load(central, async_s, busy_s),
         raw_coef=weights.tolist(),
         warnings=notes,
+        budget_mode=config.budget_mode,
+        threshold=float(central.u_ext[central.n + REPLY_THETA]),
+        n_dropped=int(sum(f["dropped"] for f in finals)),
     )
     if trace is not None:
         extra["trace"] = trace.as_dict()

@@ -1,8 +1,10 @@
 """Wire layout of the Asy-OS hot-path messages: flat float64 buffers, no pickling.
 
-A push is ``[delta_u (n) | version_read | steps | own_unseen]``: ``steps`` is how many worker steps
-the push sums, ``own_unseen`` how many of the worker's own earlier pushes its steps saw although the
-snapshot did not (they were in flight). A reply is ``[u_C (n) | version | status]``.
+A push is ``[delta_u (n) | version_read | steps | own_unseen | count | |w_1| .. |w_cap|]``: ``steps``
+is how many worker steps the push sums, ``own_unseen`` how many of the worker's own earlier pushes its
+steps saw although the snapshot did not (they were in flight); ``count`` and the ``|w|`` that follow
+are the worker's retained weights (read by the central node under the global budget). A reply is
+``[u_C (n) | version | status | theta]`` (``theta``: the global budget's threshold, else 0).
 Versions are counters below ``2**53``, exact in float64. Setup, final results and error reports
 are pickled (off the hot path).
 """
@@ -12,17 +14,31 @@ import numpy as np
 
 PUSH_HEADER = 3
 PUSH_VERSION, PUSH_STEPS, PUSH_OWN_UNSEEN = 0, 1, 2     # offsets after the n values
+PUSH_COUNT = PUSH_HEADER                                # then the retained weights
 
-REPLY_HEADER = 2
-REPLY_VERSION, REPLY_STATUS = 0, 1
+REPLY_HEADER = 3
+REPLY_VERSION, REPLY_STATUS, REPLY_THETA = 0, 1, 2
 STATUS_ACCEPTED, STATUS_REFUSED = 1.0, 0.0
 
 # MPI tags
 TAG_PUSH, TAG_REPLY, TAG_FINAL, TAG_ERROR, TAG_SHUTDOWN = 11, 12, 13, 14, 15
 
 
-def push_buffer(n: int) -> np.ndarray:
-    return np.zeros(n + PUSH_HEADER)
+def push_buffer(n: int, budget: int = 0) -> np.ndarray:
+    """A push with room for ``budget`` retained weights."""
+    return np.zeros(n + PUSH_HEADER + 1 + budget)
+
+
+def write_weights(buffer: np.ndarray, n: int, weights) -> None:
+    """The retained ``|w|`` into a push's weight section."""
+    k = len(weights)
+    buffer[n + PUSH_COUNT] = k
+    np.abs(weights, out=buffer[n + PUSH_COUNT + 1:n + PUSH_COUNT + 1 + k])
+
+
+def read_weights(buffer: np.ndarray, n: int) -> np.ndarray:
+    k = int(buffer[n + PUSH_COUNT])
+    return buffer[n + PUSH_COUNT + 1:n + PUSH_COUNT + 1 + k]
 
 
 def reply_buffer(n: int) -> np.ndarray:

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import DivergenceError
 from ..learners import kernels as _kernels
 from ..learners.substitution import ENTER, REJECT, SUBSTITUTE, SubstitutionState
-from .messages import PUSH_HEADER, PUSH_STEPS, PUSH_VERSION, REPLY_HEADER, REPLY_VERSION
+from .messages import PUSH_STEPS, PUSH_VERSION, REPLY_HEADER, REPLY_VERSION, push_buffer, write_weights
 
 
 @dataclass
@@ -67,7 +67,7 @@ class Worker:
             decrease_check=decrease_check, decrease_constant=decrease_constant, lipschitz=lipschitz,
             expected_steps=self.expected_steps(shard, self.passes))
         _kernels.warm_up(self.state.kernels)
-        self.buffer = np.zeros(self.n + PUSH_HEADER)
+        self.buffer = push_buffer(self.n, self.state.budget)
         self.delta = self.buffer[:self.n]
         self.buffer[self.n + PUSH_STEPS] = 1
         self._push = Push(self.delta, self.buffer, 0, -1, 0)   # reused: a push lives until the next step
@@ -149,6 +149,7 @@ class Worker:
             if not self._carrying:
                 return None
             self.delta[:] = self.carry                    # the last push: only the drops
+            write_weights(self.buffer, self.n, self.state.weights)
             self.buffer[self.n + PUSH_VERSION] = version
             self._current = None
             push = self._push
@@ -166,6 +167,8 @@ class Worker:
             raise DivergenceError(f"{exc} (pass {nxt[0] + 1}, feature {int(self.shard.columns[j])})") from None
         if self._carrying:
             self.delta += self.carry
+        if threshold is not None:
+            write_weights(self.buffer, self.n, self.state.weights)
         self.buffer[self.n + PUSH_VERSION] = version
         self.proposals += 1
         push = self._push
