@@ -130,10 +130,8 @@ def grid_text(exponents):
 
 
 def main():
-    p = parser(__doc__.splitlines()[0], prog="bench_ecml.py")
+    p = parser(__doc__.splitlines()[0], prog="bench_ecml.py", data_dir=True)
     p.add_argument("--datasets", help=f"comma-separated subset of {','.join(DATASETS)} (default: the profile's)")
-    p.add_argument("--data-dir", help="directory of the shared datasets (default: $ASYOS_DATASETS, else "
-                                      "../shared/datasets next to the repository)")
     p.add_argument("--jobs", type=int, default=usable_cores(),
                    help="fits run at once in threads (the row loops release the GIL; default: usable cores)")
     args = p.parse_args()

@@ -164,9 +164,7 @@ def one_split(run, profile, name, X, y, split):
 
 # -------------------------------------------------------------------------------------------- main
 def main():
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--data-dir", help="directory of the shared datasets (default: $ASYOS_DATASETS, else "
-                                      "../shared/datasets next to the repository)")
+    p = parser(__doc__.splitlines()[0], data_dir=True)
     args = p.parse_args()
     profile = choose_profile(args, PROFILES)
     try:

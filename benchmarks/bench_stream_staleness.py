@@ -33,11 +33,9 @@ PROFILES = {
 
 
 def main():
-    p = parser(__doc__.splitlines()[0])
+    p = parser(__doc__.splitlines()[0], data_dir=True)
     p.add_argument("--dataset", default="dexter", help="a data set of ../shared/datasets (default dexter)")
     p.add_argument("--budget", type=int, default=100)
-    p.add_argument("--data-dir", help="directory of the shared datasets (default: $ASYOS_DATASETS, else "
-                                      "../shared/datasets next to the repository)")
     p.add_argument("--passes", help="passes over the training data (default: the profile's; auto = ceil(2 d / n))")
     args = p.parse_args()
     profile = choose_profile(args, PROFILES)

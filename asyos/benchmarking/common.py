@@ -21,11 +21,15 @@ from ..results import ResultsLog, environment, to_jsonable, write_json_atomic
 DEFAULT_OUTPUT = os.path.join("benchmarks", "results")
 
 
-def parser(description: str, prog: str = None) -> argparse.ArgumentParser:
+def parser(description: str, prog: str = None, data_dir: bool = False) -> argparse.ArgumentParser:
+    """The benchmarks' common options; ``data_dir`` adds ``--data-dir`` (see ``datasets_dir``)."""
     p = argparse.ArgumentParser(description=description, prog=prog)
     p.add_argument("--quick", action="store_true", help="tiny profile for CI (seconds)")
     p.add_argument("--seeds", type=int, help="repetitions (default: the profile's)")
     p.add_argument("--output", default=DEFAULT_OUTPUT, help=f"directory for JSON/PNG (default {DEFAULT_OUTPUT})")
+    if data_dir:
+        p.add_argument("--data-dir", help="directory of the shared datasets (default: $ASYOS_DATASETS, else "
+                                          "../shared/datasets next to the repository)")
     return p
 
 

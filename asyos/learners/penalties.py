@@ -1,8 +1,10 @@
 """The two regularizers of DFLS (Li & Gu): group lasso (eq. 9) and the l_p penalty, p > 1 (eq. 10).
 
-Both act on a coefficient vector ``w`` over the columns of the design; a ``Penalty`` knows its
-value, its gradient and Hessian where it is differentiable (App. B: eq. 15 and the blocks ``B_g``),
-its proximal operator (for FISTA) and how far a point is from stationarity (the KKT residual).
+Both act on a coefficient vector ``w`` over the columns of the design; a penalty knows its value,
+its group structure, its proximal operator (group lasso, for FISTA) and how far a point is from
+stationarity (the KKT residual). The gradient and Hessian on a piece of the solution path (eq. 15
+and the blocks ``B_g`` of App. B.1) are taken in ``solution_path.Piece``, vectorized over the
+active columns.
 
 * ``GroupLasso(labels)``: ``R(w) = sum_g sqrt(d_g) ||w_g||_2`` over the groups given by one label
   per column. A group is *active* when ``w_g != 0``; on the active groups ``R`` is smooth.
@@ -56,29 +58,6 @@ class GroupLasso:
                 out[m] = v[m] * (1.0 - step * weight / norm)
         return out
 
-    def gradient(self, w, columns, groups) -> np.ndarray:
-        """``dR/dw`` on ``columns``, the members of the (active, non-zero) ``groups`` in order."""
-        out = np.empty(columns.size)
-        at = 0
-        for g in groups:
-            wg = w[self.members[g]]
-            out[at:at + wg.size] = self.weights[g] * wg / np.linalg.norm(wg)
-            at += wg.size
-        return out
-
-    def hessian(self, w, columns, groups) -> np.ndarray:
-        """Block diagonal ``B_g = sqrt(d_g) (||w_g||^2 I - w_g w_g^T) / ||w_g||^3`` (App. B.1)."""
-        out = np.zeros((columns.size, columns.size))
-        at = 0
-        for g in groups:
-            wg = w[self.members[g]]
-            norm = np.linalg.norm(wg)
-            k = wg.size
-            if k > 1:
-                out[at:at + k, at:at + k] = self.weights[g] * (np.eye(k) / norm - np.outer(wg, wg) / norm ** 3)
-            at += k
-        return out
-
     def stationarity(self, w, loss_gradient, alpha) -> np.ndarray:
         """Per group, how far ``0 in loss_gradient + alpha dR(w)`` is from holding: for an active
         group ``||g_g + alpha sqrt(d_g) w_g / ||w_g|| ||``, for an inactive one
@@ -113,20 +92,17 @@ class LpNorm:
     def value(self, w) -> float:
         return float(np.sum(np.abs(w) ** self.exponent))
 
-    def gradient(self, w, columns, groups=None) -> np.ndarray:
-        wc = w[columns]
-        return self.exponent * np.abs(wc) ** (self.exponent - 1.0) * np.sign(wc)
+    def gradient(self, w) -> np.ndarray:
+        return self.exponent * np.abs(w) ** (self.exponent - 1.0) * np.sign(w)
 
-    def hessian_diagonal(self, w, columns) -> np.ndarray:
+    def curvature(self, w) -> np.ndarray:
+        """The Hessian's diagonal ``p (p - 1) |w|^(p - 2)`` (infinite at 0 when ``p < 2``)."""
         p = self.exponent
         with np.errstate(divide="ignore"):
-            return p * (p - 1.0) * np.abs(w[columns]) ** (p - 2.0)
-
-    def hessian(self, w, columns, groups=None) -> np.ndarray:
-        return np.diag(self.hessian_diagonal(w, columns))
+            return p * (p - 1.0) * np.abs(w) ** (p - 2.0)
 
     def stationarity(self, w, loss_gradient, alpha) -> np.ndarray:
-        return np.abs(loss_gradient + alpha * self.gradient(w, np.arange(w.size)))
+        return np.abs(loss_gradient + alpha * self.gradient(w))
 
 
 def make_penalty(penalty: str, labels=None, exponent=None, n_features=None):

@@ -151,9 +151,6 @@ class PathProblem:
         self.penalty = penalty
         self.alpha = float(alpha)
         self.sparse = isinstance(penalty, GroupLasso)
-        self.group_of = np.empty(gram.shape[0], dtype=np.intp)
-        for g, m in enumerate(penalty.members):
-            self.group_of[m] = g
         self.group_moving = np.array([self.moving[m].any() for m in penalty.members])
         self.scale_ = max(1.0, float(np.max(np.abs(xty), initial=0.0)))   # units of the gradient
 
@@ -235,15 +232,12 @@ class Piece:
 
     def penalty_gradient(self, wj):
         if not self.problem.sparse:
-            p = self.problem.penalty.exponent
-            return p * np.abs(wj) ** (p - 1.0) * np.sign(wj)
+            return self.problem.penalty.gradient(wj)
         return self.weights * wj / np.repeat(self._signed_norms(wj), self.sizes)
 
     def penalty_hessian(self, wj):
         if not self.problem.sparse:
-            p = self.problem.penalty.exponent
-            with np.errstate(divide="ignore"):
-                return np.diag(p * (p - 1.0) * np.abs(wj) ** (p - 2.0))
+            return np.diag(self.problem.penalty.curvature(wj))
         H = np.zeros((wj.size, wj.size))
         for a, b, weight in self.blocks:        # a singleton's block is 0
             v = wj[a:b]
@@ -266,8 +260,7 @@ class Piece:
         F = s * r + self.alpha * self.penalty_gradient(wj)
         dF = self.dscale * r + s * self._gram_times(self.dscale * wj)
         if self.data is not None:
-            p = self.problem.penalty.exponent
-            diagonal = self.alpha * p * (p - 1.0) * np.abs(wj) ** (p - 2.0)
+            diagonal = self.alpha * self.problem.penalty.curvature(wj)
             if np.all(diagonal > 0) and np.all(np.isfinite(diagonal)):
                 return F, dF, LowRankPlusDiagonal(self.data * (s / np.sqrt(self.data.shape[0])), diagonal)
             K = s[:, None] * (self.data.T @ self.data / self.data.shape[0]) * s[None, :] + np.diag(diagonal)
@@ -481,7 +474,7 @@ class _Follower:
 
     def record(self, theta, g, event):
         pb = self.problem
-        label = pb.penalty.group_labels[g].item() if problem_is_grouped(pb) else g
+        label = pb.penalty.group_labels[g].item() if pb.sparse else g
         self.path.transitions.append(dict(theta=float(theta), group=label, event=event,
                                           moving=bool(pb.group_moving[g])))
         if len(self.path.transitions) > self.max_transitions:
@@ -506,10 +499,6 @@ class _Follower:
                 elif t <= best * (1 + 1e-12):
                     who.append(g)
         return best, who
-
-
-def problem_is_grouped(problem) -> bool:
-    return hasattr(problem.penalty, "group_labels")
 
 
 class _PathBroken(Exception):
