@@ -1,11 +1,12 @@
 """The global budget for Asy-OS (``budget_mode="global"``): workers hold up to a cap, the central
-node keeps ``theta`` (the s-th largest |w| over all retained weights), workers drop features below
-it, and the union is cut to the top ``s`` at the end."""
+node records every worker's retained |w| and sends each the others' top s, a worker drops its
+features below ``theta`` (the s-th largest |w| over those and its own current weights), and the
+union is cut to the top ``s`` at the end."""
 import numpy as np
 import pytest
 
 from asyos import AsyncOnlineSubstitution, make_regression
-from asyos.distributed.roles import Central, GlobalThreshold
+from asyos.distributed.roles import Central, GlobalThreshold, worker_threshold
 from asyos.distributed.simulator import simulate
 from asyos.errors import InputError
 from asyos.learners.asy_os import build_workers, default_cap, worker_budgets
@@ -27,11 +28,46 @@ def recall(model, true):
 
 
 def test_threshold_is_the_budget_th_largest_retained_weight():
-    t = GlobalThreshold(budget=3, n_workers=2)
-    assert t.update(0, [0.5, -2.0]) == 0.0                    # fewer than 3 retained: no threshold
-    assert t.update(1, [1.0, -0.1, 3.0]) == 1.0               # |w| = 3, 2, 1, 0.5, 0.1 -> the 3rd
-    assert t.update(0, []) == 0.1                             # worker 0 now holds nothing
+    t = GlobalThreshold(budget=3, n_workers=2, cap=3)
+    t.update(0, [0.5, -2.0])
+    assert t.value == 0.0                                     # fewer than 3 retained: no threshold
+    t.update(1, [1.0, -0.1, 3.0])
+    assert t.value == 1.0                                     # |w| = 3, 2, 1, 0.5, 0.1 -> the 3rd
+    t.update(0, [])
+    assert t.value == 0.1                                     # worker 0 now holds nothing
     assert t.updates == 3
+    with pytest.raises(ValueError, match="cap"):
+        t.update(0, [1.0, 2.0, 3.0, 4.0])
+
+
+def test_a_worker_thresholds_its_current_weights_against_the_others_top():
+    """``worker_threshold(own, others_top)`` is the s-th largest |w| of the union of the worker's
+    current weights and everything the others reported: checked against sorting the union."""
+    rng = np.random.default_rng(4)
+    s, q, cap = 7, 5, 4
+    t = GlobalThreshold(budget=s, n_workers=q, cap=cap)
+    reported = [rng.standard_normal(rng.integers(0, cap + 1)) for _ in range(q)]
+    for i, w in enumerate(reported):
+        t.update(i, w)
+    for i in range(q):
+        own = rng.standard_normal(rng.integers(0, cap + 1))         # moved on since it last reported
+        others = t.others_top(i)
+        assert others.size == s
+        union = np.abs(np.concatenate([own] + [w for k, w in enumerate(reported) if k != i]))
+        expected = np.sort(union)[::-1][s - 1] if union.size >= s else 0.0
+        assert worker_threshold(own, others, s) == expected
+        pool = np.abs(np.concatenate([w for k, w in enumerate(reported) if k != i]))
+        np.testing.assert_array_equal(np.sort(others)[::-1][:min(s, pool.size)], np.sort(pool)[::-1][:s])
+
+
+def test_a_lone_worker_drops_nothing_while_it_holds_at_most_the_budget():
+    """With q = 1 the threshold comes from the worker's own current weights only: the global mode
+    takes exactly the OS steps (no feature is dropped because its weight moved since it reported)."""
+    d = make_regression(n_features=120, n_informative=6, n_samples=80, seed=2)
+    split = AsyncOnlineSubstitution(budget=6, n_workers=1, passes=2).fit(d.X, d.y)
+    glob = AsyncOnlineSubstitution(budget=6, n_workers=1, passes=2, budget_mode="global").fit(d.X, d.y)
+    np.testing.assert_array_equal(split.support_, glob.support_)
+    assert np.array_equal(split.raw_coef_, glob.raw_coef_) and glob.n_dropped_ == 0
 
 
 def test_dropping_keeps_the_contribution_exact():
@@ -70,7 +106,7 @@ def test_selection_never_exceeds_the_budget_and_u_c_is_the_sum_of_the_workers(un
     budgets = worker_budgets(s, q, "global")
     workers, _ = build_workers(X, y, loss, s, q, SubstitutionOptions(passes=2), 0, budgets=budgets)
     central = Central(X.shape[0])
-    threshold = GlobalThreshold(s, q)
+    threshold = GlobalThreshold(s, q, budgets[0])
     simulate(workers, central, tau, threshold=threshold)
     total = sum(w.state.contribution() for w in workers)
     np.testing.assert_allclose(central.u, total, atol=1e-9 * max(1.0, np.abs(total).max()))

@@ -48,9 +48,9 @@ from ..problem import open_data_source, resolve_problem
 from ..registry import get_algorithm
 from ..trace import ObjectiveTrace
 from ..truncation import keep_top_k
-from .messages import (PUSH_OWN_UNSEEN, PUSH_STEPS, PUSH_VERSION, REPLY_STATUS, REPLY_THETA, REPLY_VERSION,
+from .messages import (PUSH_OWN_UNSEEN, PUSH_STEPS, PUSH_VERSION, REPLY_HEADER, REPLY_STATUS, REPLY_VERSION,
                        STATUS_ACCEPTED, STATUS_REFUSED, TAG_ERROR, TAG_FINAL, TAG_PUSH, TAG_REPLY, TAG_SHUTDOWN,
-                       push_buffer, read_weights, reply_buffer, write_weights)
+                       others_section, push_buffer, read_weights, reply_buffer, write_weights)
 from .roles import Central, GlobalThreshold, Worker
 from .shared_state import SharedState, ranks_share_one_node, shared_steps
 from .transport import Backoff, Deadline, abort_job, ranks_oversubscribe_cores, wait_all, wait_object
@@ -165,13 +165,13 @@ def _worker_main(config, comm, setup, lipschitz, backoff, shared=None):
                              worker_id=rank - 1)
         timeout = CENTRAL_TIMEOUT_FACTOR * config.watchdog_timeout
         histogram = None
-        global_budget = config.budget_mode == "global"
+        others = problem.budget if config.budget_mode == "global" else 0    # the others' top |w| in replies
         if shared is not None:
             compute_s, histogram = shared_steps(shared, rank - 1, worker, config.max_staleness)
         elif config.resolved_push_mode == "pipelined":
-            compute_s = _steps_pipelined(comm, worker, backoff, timeout, config.max_batch, global_budget)
+            compute_s = _steps_pipelined(comm, worker, backoff, timeout, config.max_batch, others)
         else:
-            compute_s = _steps_one_by_one(comm, worker, backoff, timeout, global_budget)
+            compute_s = _steps_one_by_one(comm, worker, backoff, timeout, others)
         local = worker.state.retained
         order = np.argsort(shard.columns[local], kind="stable")
         local = local[order]
@@ -204,18 +204,20 @@ def _worker_main(config, comm, setup, lipschitz, backoff, shared=None):
         shared.free()
 
 
-def _steps_one_by_one(comm, worker, backoff, timeout, global_budget=False) -> float:
+def _steps_one_by_one(comm, worker, backoff, timeout, others=0) -> float:
     """``--push-mode each-step``, KDD'16 Alg. 3 literally: push, wait for the verdict and the fresh
     ``u_C``, then step again. The only mode that can enforce ``--max-staleness``: a refused step is
-    discarded and redone from the fresh state."""
+    discarded and redone from the fresh state. ``others`` > 0: the global budget (the replies carry
+    the other workers' top ``others`` weights)."""
     n = worker.n
-    reply = reply_buffer(n)
+    reply = reply_buffer(n, others)
     u = reply[:n]
+    others_top = others_section(reply, n) if others else None
     version = 0
     compute_s = 0.0
     while True:
         t0 = time.perf_counter()
-        push = worker.propose(u, version, reply[n + REPLY_THETA]) if global_budget else worker.propose(u, version)
+        push = worker.propose(u, version, others_top) if others else worker.propose(u, version)
         compute_s += time.perf_counter() - t0
         if push is None:
             return compute_s
@@ -229,7 +231,7 @@ def _steps_one_by_one(comm, worker, backoff, timeout, global_budget=False) -> fl
             worker.discard()
 
 
-def _steps_pipelined(comm, worker, backoff, timeout, max_batch, global_budget=False) -> float:
+def _steps_pipelined(comm, worker, backoff, timeout, max_batch, others=0) -> float:
     """``--push-mode pipelined``, Alg. 3 without idle waits: one push in flight, and the steps taken
     meanwhile summed into the next push.
 
@@ -243,10 +245,13 @@ def _steps_pipelined(comm, worker, backoff, timeout, max_batch, global_budget=Fa
     ``max_batch`` (> 0) bounds how far a worker runs ahead: after that many steps with its push
     still in flight it waits for the reply. Without a bound, 12 workers on 2 cores left the central
     rank so little CPU that pushes summed ~60 steps and recall fell from 0.67 to 0.42; a bound of 16
-    kept each-step recall at several times each-step speed.
+    kept each-step recall at several times each-step speed. Under the global budget the replies
+    carry the other workers' top ``others`` weights and a push carries the weights the worker
+    holds when it is sent.
     """
     n = worker.n
-    reply = reply_buffer(n)
+    reply = reply_buffer(n, others)
+    others_top = others_section(reply, n).copy() if others else None   # as of the last reply taken
     view = np.zeros(n)
     pending = push_buffer(n, worker.state.budget)        # steps not yet pushed
     sending = push_buffer(n, worker.state.budget)        # the push in flight
@@ -263,11 +268,13 @@ def _steps_pipelined(comm, worker, backoff, timeout, max_batch, global_budget=Fa
             view[:] = reply[:n]
             view += pending[:n]                           # own steps it has not seen yet
             version = int(reply[n + REPLY_VERSION])
+            if others:
+                others_top[:] = others_section(reply, n)
             send = recv = None
         if send is None and steps_pending:
             pending, sending = sending, pending
             sending[n + PUSH_STEPS] = steps_pending
-            if global_budget:
+            if others:
                 write_weights(sending, n, worker.state.weights)
             recv = comm.Irecv(reply, source=0, tag=TAG_REPLY)
             send = comm.Isend(sending, dest=0, tag=TAG_PUSH)
@@ -278,8 +285,7 @@ def _steps_pipelined(comm, worker, backoff, timeout, max_batch, global_budget=Fa
                 return compute_s
             continue
         t0 = time.perf_counter()
-        push = (worker.propose(view, version, reply[n + REPLY_THETA]) if global_budget
-                else worker.propose(view, version))
+        push = worker.propose(view, version, others_top) if others else worker.propose(view, version)
         if push is None:
             finished = True
             continue
@@ -316,15 +322,17 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
     if trace is not None:
         trace.record(central)
     if shared is None:
-        finals, busy_s = _serve_pushes(config, comm, central, backoff, problem.budget)
+        finals, busy_s, theta = _serve_pushes(config, comm, central, backoff, problem.budget)
     else:
-        finals, busy_s = _watch_shared(config, comm, central, shared, trace)
+        (finals, busy_s), theta = _watch_shared(config, comm, central, shared, trace), None
     async_s = time.perf_counter() - t_async0
+    for final in finals:                # when each worker finished: uneven progress shows here
+        final["finished_s"] = final.pop("received_at") - t_async0
     if trace is not None:
         trace.record(central)
 
     record = _central_results(config, setup, finals, central, lipschitz, trace, async_s, busy_s, t_start,
-                              oversubscribed, "messages" if shared is None else "shared-memory")
+                              oversubscribed, "messages" if shared is None else "shared-memory", theta)
     from ..report import format_summary
     if not config.quiet:
         print(format_summary(record), flush=True)
@@ -344,14 +352,15 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
 
 def _serve_pushes(config, comm, central, backoff, budget):
     """``--transport messages``: serve pushes until every worker has sent its final selection.
-    Returns the finals and the time spent serving pushes."""
+    Returns the finals, the time spent serving pushes and (global budget) the final threshold over
+    all reported weights."""
     from mpi4py import MPI
 
     n, q = central.n, comm.Get_size() - 1
     budgets = worker_budgets(budget, q, config.budget_mode, config.cap)
-    threshold = GlobalThreshold(budget, q) if config.budget_mode == "global" else None
+    threshold = GlobalThreshold(budget, q, budgets[0]) if config.budget_mode == "global" else None
     push_bufs = [push_buffer(n, budgets[i]) for i in range(q)]
-    reply_bufs = [reply_buffer(n) for _ in range(q)]
+    reply_bufs = [reply_buffer(n, threshold.budget if threshold is not None else 0) for _ in range(q)]
     receives = [comm.Recv_init(push_bufs[i], source=i + 1, tag=TAG_PUSH) for i in range(q)]
     MPI.Prequest.Startall(receives)
     replies = [None] * q
@@ -370,12 +379,14 @@ def _serve_pushes(config, comm, central, backoff, budget):
                 accepted = central.apply(buf[:n], int(buf[n + PUSH_VERSION]), int(buf[n + PUSH_STEPS]),
                                          int(buf[n + PUSH_OWN_UNSEEN]))
                 if threshold is not None and accepted:
-                    central.u_ext[n + REPLY_THETA] = threshold.update(i, read_weights(buf, n))
+                    threshold.update(i, read_weights(buf, n))
                 if replies[i] is not None:
                     replies[i].Wait()           # the worker got it before pushing again
                 out = reply_bufs[i]
-                out[:] = central.u_ext
+                out[:n + REPLY_HEADER] = central.u_ext
                 out[n + REPLY_STATUS] = STATUS_ACCEPTED if accepted else STATUS_REFUSED
+                if threshold is not None:
+                    threshold.others_top(i, out=others_section(out, n))
                 replies[i] = comm.Isend(out, dest=i + 1, tag=TAG_REPLY)
                 receives[i].Start()
                 last_seen[i] = now
@@ -394,7 +405,7 @@ def _serve_pushes(config, comm, central, backoff, budget):
         request.Wait()
         request.Free()
     MPI.Request.Waitall([r for r in replies if r is not None])
-    return finals, busy_s
+    return finals, busy_s, (threshold.value if threshold is not None else None)
 
 
 SHARED_POLL_S = 1e-3              # the central rank's sleep between looks at the shared state
@@ -453,7 +464,9 @@ def _receive_report(comm, status, finals) -> bool:
         abort_job(comm, EXIT_WORKER_FAILED, f"asyos: worker rank {report['rank']} failed: "
                                             f"{report['error']}\n{report['traceback']}asyos: aborting the job")
     if tag == TAG_FINAL:
-        finals[source - 1] = comm.recv(source=source, tag=TAG_FINAL)
+        final = comm.recv(source=source, tag=TAG_FINAL)
+        final["received_at"] = time.perf_counter()
+        finals[source - 1] = final
         return True
     return False
 
@@ -468,7 +481,7 @@ def _check_silence(comm, config, finals, last_seen, progress):
 
 
 def _central_results(config, setup, finals, central, lipschitz, trace, async_s, busy_s, t_start, oversubscribed,
-                     transport):
+                     transport, theta=None):
     from ..metrics import evaluate
     from ..report import build_record
     from ..run import report_warnings
@@ -499,7 +512,8 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
     wall_s = time.perf_counter() - t_start
     staleness = central.staleness_summary()
     workers = [{"rank": f["worker"] + 1, "n_features": f["n_features"], "budget": f["budget"], "steps": f["steps"],
-                "refused": f["proposals"] - f["steps"], "compute_s": f["compute_s"]} for f in finals]
+                "refused": f["proposals"] - f["steps"], "compute_s": f["compute_s"],
+                "finished_s": f["finished_s"]} for f in finals]
     extra = dict(
         n_workers=len(finals),
         staleness=staleness,
@@ -519,7 +533,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         raw_coef=weights.tolist(),
         warnings=notes,
         budget_mode=config.budget_mode,
-        threshold=float(central.u_ext[central.n + REPLY_THETA]),
+        threshold=theta,
         n_dropped=int(sum(f["dropped"] for f in finals)),
     )
     if trace is not None:

@@ -4,7 +4,7 @@ A push is ``[delta_u (n) | version_read | steps | own_unseen | count | |w_1| .. 
 is how many worker steps the push sums, ``own_unseen`` how many of the worker's own earlier pushes its
 steps saw although the snapshot did not (they were in flight); ``count`` and the ``|w|`` that follow
 are the worker's retained weights (read by the central node under the global budget). A reply is
-``[u_C (n) | version | status | theta]`` (``theta``: the global budget's threshold, else 0).
+``[u_C (n) | version | status | top |w| of the other workers (s, global budget only)]``.
 Versions are counters below ``2**53``, exact in float64. Setup, final results and error reports
 are pickled (off the hot path).
 """
@@ -16,8 +16,9 @@ PUSH_HEADER = 3
 PUSH_VERSION, PUSH_STEPS, PUSH_OWN_UNSEEN = 0, 1, 2     # offsets after the n values
 PUSH_COUNT = PUSH_HEADER                                # then the retained weights
 
-REPLY_HEADER = 3
-REPLY_VERSION, REPLY_STATUS, REPLY_THETA = 0, 1, 2
+REPLY_HEADER = 2
+REPLY_VERSION, REPLY_STATUS = 0, 1
+REPLY_OTHERS = REPLY_HEADER                             # then the others' top |w| (global budget)
 STATUS_ACCEPTED, STATUS_REFUSED = 1.0, 0.0
 
 # MPI tags
@@ -41,5 +42,11 @@ def read_weights(buffer: np.ndarray, n: int) -> np.ndarray:
     return buffer[n + PUSH_COUNT + 1:n + PUSH_COUNT + 1 + k]
 
 
-def reply_buffer(n: int) -> np.ndarray:
-    return np.zeros(n + REPLY_HEADER)
+def reply_buffer(n: int, others: int = 0) -> np.ndarray:
+    """A reply with room for ``others`` values of the other workers' top ``|w|``."""
+    return np.zeros(n + REPLY_HEADER + others)
+
+
+def others_section(reply: np.ndarray, n: int) -> np.ndarray:
+    """The view of a reply that holds the other workers' top ``|w|`` (empty without a global budget)."""
+    return reply[n + REPLY_OTHERS:]

@@ -83,6 +83,7 @@ class Worker:
         self._carrying = False
         self._view = None
         self.dropped = 0
+        self.threshold = 0.0           # the last threshold this worker applied
 
     def __getstate__(self):
         """``delta`` is a view of the wire buffer, which pickling would cut: rebuilt on load."""
@@ -133,17 +134,20 @@ class Worker:
             self.dropped += len(dropped)
         return len(dropped)
 
-    def propose(self, u: np.ndarray, version: int = 0, threshold: Optional[float] = None) -> Optional[Push]:
+    def propose(self, u: np.ndarray, version: int = 0, others_top: Optional[np.ndarray] = None) -> Optional[Push]:
         """One step at central state ``u`` (read at ``version``); ``None`` when the passes are done.
         The returned ``Push`` (and its buffer) is reused by the next call.
 
-        With ``threshold`` (the global budget), the retained features below it are dropped first;
+        With ``others_top`` (the global budget: the largest ``|w|`` the other workers reported, as
+        of the same version as ``u``), the retained features below the worker's threshold
+        (``worker_threshold``: over its own current weights and ``others_top``) are dropped first;
         the step is then taken at the worker's view ``u + carry`` (the central state plus its own
-        changes not yet pushed), and the push carries both. A worker done with its passes still
-        returns one last push while it has something to carry."""
+        changes not yet pushed), and the push carries both, with the weights the step leaves. A
+        worker done with its passes still returns one last push while it has something to carry."""
         self._cursor_before = (self._pass, self._pos)
-        if threshold is not None:
-            self.drop_below(threshold)
+        if others_top is not None:
+            self.threshold = worker_threshold(self.state.weights, others_top, others_top.size)
+            self.drop_below(self.threshold)
         nxt = self._next_feature()
         if nxt is None:
             if not self._carrying:
@@ -167,8 +171,8 @@ class Worker:
             raise DivergenceError(f"{exc} (pass {nxt[0] + 1}, feature {int(self.shard.columns[j])})") from None
         if self._carrying:
             self.delta += self.carry
-        if threshold is not None:
-            write_weights(self.buffer, self.n, self.state.weights)
+        if others_top is not None:
+            write_weights(self.buffer, self.n, self.state.proposed_weights())
         self.buffer[self.n + PUSH_VERSION] = version
         self.proposals += 1
         push = self._push
@@ -217,24 +221,69 @@ class Worker:
 
 
 class GlobalThreshold:
-    """The global budget's threshold ``theta`` (kept by the central node): the ``budget``-th largest
-    ``|w|`` over the retained weights every worker last reported (0 while fewer are retained).
-    A worker drops its features below it, so the union of all workers' features stays near the
-    budget however the true features fall over the shards. Updating it costs ``O(q cap)``."""
+    """The global budget's bookkeeping on the central node.
 
-    def __init__(self, budget: int, n_workers: int):
+    It keeps the ``|w|`` each worker last reported (a pool of ``q`` slots of ``cap`` values). A
+    worker is sent the ``budget`` largest values reported by the *other* workers
+    (``others_top``) and computes its threshold itself, from those and its own current weights
+    (``worker_threshold``): the ``budget``-th largest of the two. Its own weights are thus never
+    stale in its threshold; only the others' are, exactly as stale as the ``u_C`` they come with.
+    ``value`` is the threshold over everything reported (for the record). Each update and each
+    ``others_top`` costs ``O(q cap)``.
+    """
+
+    def __init__(self, budget: int, n_workers: int, cap: int):
         self.budget = int(budget)
-        self.weights = [np.zeros(0)] * int(n_workers)
-        self.value = 0.0
+        self.n_workers = int(n_workers)
+        self.cap = int(cap)
+        self.pool = np.zeros(self.n_workers * self.cap)
+        self._scratch = np.empty_like(self.pool)
         self.updates = 0
 
-    def update(self, worker: int, weights) -> float:
-        self.weights[worker] = np.abs(np.asarray(weights, dtype=float))
-        pooled = np.concatenate(self.weights)
-        k = pooled.size - self.budget
-        self.value = float(np.partition(pooled, k)[k]) if k >= 0 else 0.0
+    def update(self, worker: int, weights) -> None:
+        """Worker ``worker`` now retains ``weights`` (signed or not; at most ``cap`` of them)."""
+        k = len(weights)
+        if k > self.cap:
+            raise ValueError(f"worker {worker} reported {k} weights, more than the cap {self.cap}")
+        row = self.pool[worker * self.cap:(worker + 1) * self.cap]
+        np.abs(weights, out=row[:k])
+        row[k:] = 0.0
         self.updates += 1
-        return self.value
+
+    def others_top(self, worker: int, out: Optional[np.ndarray] = None, pool: Optional[np.ndarray] = None):
+        """The ``budget`` largest ``|w|`` the other workers reported (in no order, 0-padded), from
+        ``pool`` (a snapshot; default the current one)."""
+        pool = self.pool if pool is None else pool
+        others = self._scratch
+        others[:] = pool
+        others[worker * self.cap:(worker + 1) * self.cap] = 0.0
+        out = np.empty(self.budget) if out is None else out
+        k = others.size - self.budget
+        if k > 0:
+            others.partition(k)
+            out[:] = others[k:]
+        else:
+            out[:others.size] = others
+            out[others.size:] = 0.0
+        return out
+
+    @property
+    def value(self) -> float:
+        """The ``budget``-th largest ``|w|`` over everything reported (0 while fewer are)."""
+        return kth_largest(self.pool, self.budget)
+
+
+def kth_largest(values, k: int) -> float:
+    """The ``k``-th largest of ``values`` (0 when there are fewer than ``k``)."""
+    values = np.asarray(values)
+    i = values.size - int(k)
+    return float(np.partition(values, i)[i]) if i >= 0 else 0.0
+
+
+def worker_threshold(own_weights, others_top, budget: int) -> float:
+    """A worker's global-budget threshold: the ``budget``-th largest ``|w|`` over its own current
+    weights and the others' top ``budget`` (the top ``budget`` of the union is within those)."""
+    return kth_largest(np.concatenate((np.abs(own_weights), others_top)), budget)
 
 
 class Central:

@@ -71,9 +71,10 @@ def simulate(workers, central, max_staleness: int, policy: str = "max", schedule
              seed=0, threshold=None) -> SimulationReport:
     """Run every worker to the end of its passes under bounded staleness; returns the report.
 
-    With ``threshold`` (a ``GlobalThreshold``: the global budget), a worker reads ``theta`` as of
-    the same version as ``u_C`` (it comes with the pull, so it is exactly as stale) and the
-    central node updates it from the worker's retained weights after every push."""
+    With ``threshold`` (a ``GlobalThreshold``: the global budget), a worker reads the other
+    workers' reported ``|w|`` as of the same version as ``u_C`` (they come with the pull, so they
+    are exactly as stale) and the central node records the worker's retained weights after every
+    push."""
     check_simulation_args(max_staleness, policy, schedule)
     tau = int(max_staleness)
     rng = np.random.default_rng(seed)
@@ -124,7 +125,9 @@ def choose_version(policy, rng, current, tau, floor):
 
 def _run(workers, central, tau, policy, schedule, rng, history, floors, active, threshold=None):
     order = WorkerSchedule(active, schedule, rng)
-    thetas = np.zeros(tau + 1)               # theta by version, like the snapshots of u_C
+    if threshold is not None:                # the reported |w| by version, like the snapshots of u_C
+        pools = np.zeros((tau + 1, threshold.pool.size))
+        others = np.empty(threshold.budget)
     steps = 0
     while order:
         slot, i = order.next()
@@ -134,7 +137,8 @@ def _run(workers, central, tau, policy, schedule, rng, history, floors, active, 
         if threshold is None:
             push = workers[i].propose(u, r)
         else:
-            push = workers[i].propose(u, r, threshold.value if r == V else thetas[r % (tau + 1)])
+            pool = threshold.pool if r == V else pools[r % (tau + 1)]
+            push = workers[i].propose(u, r, threshold.others_top(i, out=others, pool=pool))
         if push is None:
             order.retire(slot)
             continue
@@ -144,6 +148,7 @@ def _run(workers, central, tau, policy, schedule, rng, history, floors, active, 
         floors[i] = central.version
         history.record(central.version, central.u)
         if threshold is not None:
-            thetas[central.version % (tau + 1)] = threshold.update(i, workers[i].state.weights)
+            threshold.update(i, workers[i].state.weights)
+            pools[central.version % (tau + 1)] = threshold.pool
         steps += 1
     return steps

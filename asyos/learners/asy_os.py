@@ -95,15 +95,16 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     sharding : {"contiguous", "strided", "hashed"}
     budget_mode : {"split", "global"}
         ``split``: each worker keeps ``s/q`` features (KDD'16). ``global``: each worker may keep up
-        to ``cap`` (default ``min(s, ceil(3 s/q))``); the central node keeps ``theta``, the s-th
-        largest ``|w|`` over all retained weights, and sends it with every pull; a worker drops
-        its features below ``theta``; the union is cut to the top ``s`` at the end (then refit).
+        to ``cap`` (default ``min(s, ceil(3 s/q))``); the central node records every worker's
+        retained ``|w|`` from its pushes and sends with every pull the top ``s`` of the other
+        workers'; a worker drops its features below ``theta``, the s-th largest ``|w|`` over those
+        and its own current weights; the union is cut to the top ``s`` at the end (then refit).
     cap : int or None
     decrease_check : bool
         Alg. 3 omits it; on by default (as in OS), evaluated at the worker's snapshot.
 
     Extra attributes: ``staleness_`` (mean, max, p95, histogram), ``n_pushes_``; global budget:
-    ``threshold_`` (the final ``theta``), ``n_dropped_`` (features dropped below it).
+    ``threshold_`` (the final ``theta`` over all reported weights), ``n_dropped_`` (features dropped below it).
     """
 
     def __init__(self, budget=10, n_workers=4, max_staleness=None, policy="max", schedule="round-robin",
@@ -135,7 +136,8 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         workers, lipschitz = build_workers(X, y, loss, self.budget, self.n_workers, options,
                                            self.random_state, self.sharding, budgets)
         central, trace = self._central(X.shape[0], loss, y)
-        threshold = GlobalThreshold(self.budget, self.n_workers) if self.budget_mode == "global" else None
+        threshold = (GlobalThreshold(self.budget, self.n_workers, budgets[0]) if self.budget_mode == "global"
+                     else None)
         report = simulate(workers, central, tau, self.policy, self.schedule, seed=self.random_state,
                           threshold=threshold)
         self._finish_trace(trace, central)

@@ -191,6 +191,16 @@ class SubstitutionState:
         self.slots[k] = j
         return action, j, left, k
 
+    def proposed_weights(self) -> np.ndarray:
+        """The weights ``commit`` would leave (slot order, the new feature in its slot)."""
+        action, j, xj, wj, k = self._pending
+        w = self._wm + self._dwm
+        if action == SUBSTITUTE:
+            w[k] = wj
+        elif action == ENTER:
+            w = np.append(w, wj)
+        return w
+
     def discard(self):
         """Forget the last proposal (the state is unchanged)."""
         self._pending = None
