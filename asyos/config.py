@@ -69,6 +69,7 @@ class RunConfig:
     sharding: str = "contiguous"
     budget_mode: str = "split"
     cap: Optional[int] = None
+    slack: Optional[float] = None
     transport: str = "auto"
     push_mode: str = "auto"
     max_batch: int = 16
@@ -174,6 +175,9 @@ class RunConfig:
         _require(self.budget_mode in ("split", "global"),
                  f"--budget-mode must be split or global; got {self.budget_mode!r}")
         _require(self.cap is None or self.budget_mode == "global", "--cap goes with --budget-mode global")
+        _require(self.slack is None or self.budget_mode == "global", "--slack goes with --budget-mode global")
+        _require(self.slack is None or (math.isfinite(self.slack) and 0 < self.slack <= 1),
+                 f"--slack must be in (0, 1]; got {self.slack}")
         self.estimator_params
         if self.algorithm != "dfls":
             for name in ("add_features", "remove_features"):

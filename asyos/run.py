@@ -84,13 +84,15 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--staleness-policy", help="simulator: max (default), uniform or fresh")
     g.add_argument("--schedule", help="simulator: round-robin (default) or random")
     g.add_argument("--sharding", help="contiguous (default), strided or hashed")
-    g.add_argument("--budget-mode", help="Asy-OS: split (default; each worker keeps s/q features, KDD'16) or "
-                                         "global (each worker may keep up to --cap; the central node keeps "
-                                         "theta, the s-th largest |w| over all workers, and workers drop "
-                                         "features below it; the union is cut to s). Under mpiexec "
-                                         "global uses --transport messages")
+    g.add_argument("--budget-mode", help="Asy-OS: split (each worker keeps s/q features, KDD'16) or "
+                                         "global (each worker may keep up to --cap; theta is the s-th "
+                                         "largest |w| over all workers, which the central node learns from "
+                                         "the pushes; workers drop features below --slack x theta; the "
+                                         "union is cut to s). Under mpiexec global uses --transport messages")
     g.add_argument("--cap", type=int, help="global budget: the most features a worker keeps "
                                            "(default min(s, ceil(3 s / q)))")
+    g.add_argument("--slack", type=float, help="global budget: workers drop features below slack x theta, "
+                                               "in (0, 1] (default 0.5)")
     g.add_argument("--transport", help="MPI: shared-memory (the workers add their changes into u_C in "
                                        "memory shared on the node; the central rank only watches), messages "
                                        "(pushes to the central rank, which works across nodes), or auto "
@@ -199,7 +201,7 @@ def run_local(config) -> int:
     if getattr(estimator, "trace_", None):
         extra["trace"] = estimator.trace_
     for name in ("step_size_", "lipschitz_", "n_steps_", "n_iter_", "n_samples_seen_", "n_updates_", "lam_",
-                 "online_accuracy_", "threshold_", "n_dropped_"):
+                 "online_accuracy_", "threshold_", "n_dropped_", "slack_"):
         if hasattr(estimator, name):
             extra[name.rstrip("_")] = getattr(estimator, name)
     if simulated:

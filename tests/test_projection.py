@@ -86,3 +86,24 @@ def test_faster_messages_reach_a_threshold_sooner(problem):
     fast, slow = traced(REAL), traced(Costs(**{**REAL.as_dict(), "latency_s": 200e-6, "central_service_s": 50e-6}))
     threshold = 1.05 * max(fast["train_error"][-1], slow["train_error"][-1])     # both reach it
     assert first_reaching(fast, threshold)[0] < first_reaching(slow, threshold)[0]
+
+
+def test_replay_runs_the_global_budget_as_under_mpi(problem):
+    """Pushes carry the retained weights, replies the others' top |w|: the selection is cut to s,
+    u_C is the sum of the workers' contributions, and one worker is sequential OS."""
+    from asyos.distributed.roles import GlobalThreshold
+    from asyos.learners.asy_os import gather_selection, worker_budgets
+    d = problem
+    seq = OnlineSubstitution(budget=12, passes=2, refit=False).fit(d.X, d.y)
+    for q in (1, 4):
+        budgets = worker_budgets(12, q, "global")
+        workers = build_workers(d.X, d.y, get_loss("squared"), 12, q, SubstitutionOptions(passes=2), seed=0,
+                                budgets=budgets)[0]
+        central, threshold = Central(d.n_samples), GlobalThreshold(12, q, budgets[0])
+        replay(workers, central, REAL, SimulatedClock(), threshold=threshold)
+        total = sum(w.state.contribution() for w in workers)
+        np.testing.assert_allclose(central.u, total, atol=1e-9 * max(1.0, np.abs(total).max()))
+        support, _ = gather_selection(workers, 12)
+        assert support.size <= 12 and threshold.updates == central.accepted
+        if q == 1:
+            np.testing.assert_array_equal(support, seq.support_)

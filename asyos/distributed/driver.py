@@ -51,7 +51,7 @@ from ..truncation import keep_top_k
 from .messages import (PUSH_OWN_UNSEEN, PUSH_STEPS, PUSH_VERSION, REPLY_HEADER, REPLY_STATUS, REPLY_VERSION,
                        STATUS_ACCEPTED, STATUS_REFUSED, TAG_ERROR, TAG_FINAL, TAG_PUSH, TAG_REPLY, TAG_SHUTDOWN,
                        others_section, push_buffer, read_weights, reply_buffer, write_weights)
-from .roles import Central, GlobalThreshold, Worker
+from .roles import DEFAULT_SLACK, Central, GlobalThreshold, Worker
 from .shared_state import SharedState, ranks_share_one_node, shared_steps
 from .transport import Backoff, Deadline, abort_job, ranks_oversubscribe_cores, wait_all, wait_object
 
@@ -162,7 +162,7 @@ def _worker_main(config, comm, setup, lipschitz, backoff, shared=None):
     problem, shard, data = setup["problem"], setup["shard"], setup["data"]
     try:
         worker = make_worker(shard, data.y, problem.loss, setup["budget"], lipschitz, _options(config),
-                             worker_id=rank - 1)
+                             worker_id=rank - 1, slack=config.slack)
         timeout = CENTRAL_TIMEOUT_FACTOR * config.watchdog_timeout
         histogram = None
         others = problem.budget if config.budget_mode == "global" else 0    # the others' top |w| in replies
@@ -533,6 +533,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         raw_coef=weights.tolist(),
         warnings=notes,
         budget_mode=config.budget_mode,
+        slack=(config.slack or DEFAULT_SLACK) if config.budget_mode == "global" else None,
         threshold=theta,
         n_dropped=int(sum(f["dropped"] for f in finals)),
     )

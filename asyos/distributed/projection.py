@@ -61,9 +61,9 @@ class ReplayReport:
 
 class _WorkerState:
     __slots__ = ("view", "pending", "steps_pending", "pending_version", "pending_own_unseen", "in_flight",
-                 "reply", "waiting", "finished", "version")
+                 "reply", "waiting", "finished", "version", "others")
 
-    def __init__(self, n):
+    def __init__(self, n, others=0):
         self.view = np.zeros(n)
         self.pending = np.zeros(n)
         self.steps_pending = 0
@@ -74,6 +74,7 @@ class _WorkerState:
         self.waiting = False
         self.finished = False
         self.version = 0
+        self.others = np.zeros(others) if others else None    # global budget: the others' top |w|
 
 
 class SimulatedClock:
@@ -87,15 +88,17 @@ class SimulatedClock:
 
 
 def replay(workers, central, costs: Costs, clock: SimulatedClock, mode: str = "pipelined",
-           max_batch: int = 16) -> ReplayReport:
+           max_batch: int = 16, threshold=None) -> ReplayReport:
     """Run ``workers`` against ``central`` in simulated time kept by ``clock``; ``central.monitor``
-    (e.g. an ``ObjectiveTrace`` reading ``clock``) sees every applied push at its simulated time."""
+    (e.g. an ``ObjectiveTrace`` reading ``clock``) sees every applied push at its simulated time.
+    With ``threshold`` (a ``GlobalThreshold``) the global budget runs as under MPI: a push carries
+    the worker's retained weights, a reply the other workers' top ``|w|``."""
     if mode not in ("pipelined", "each-step"):
         raise ValueError(f"unknown mode {mode!r}")
     n = central.n
     limit = (max_batch if max_batch > 0 else float("inf")) if mode == "pipelined" else 0
     pipelined = mode == "pipelined"
-    states = [_WorkerState(n) for _ in workers]
+    states = [_WorkerState(n, threshold.budget if threshold is not None else 0) for _ in workers]
     events = []          # (time, sequence, kind, worker, payload)
     seq = [0]
 
@@ -126,9 +129,13 @@ def replay(workers, central, costs: Costs, clock: SimulatedClock, mode: str = "p
             if len(queue) == 1:
                 start_service(t)
         elif kind == "served":                     # the central applies it and answers
-            w_push, (delta, version, steps, own_unseen) = queue.pop(0)
+            w_push, (delta, version, steps, own_unseen, weights) = queue.pop(0)
             central.apply(delta, version, steps, own_unseen)
-            schedule(t + costs.transfer(n), "reply", w_push, (central.u.copy(), central.version))
+            others = None
+            if threshold is not None:
+                threshold.update(w_push, weights)
+                others = threshold.others_top(w_push)
+            schedule(t + costs.transfer(n), "reply", w_push, (central.u.copy(), central.version, others))
             if queue:
                 start_service(t)
         elif kind == "reply":
@@ -143,14 +150,17 @@ def replay(workers, central, costs: Costs, clock: SimulatedClock, mode: str = "p
 
 def _worker_turn(t, w, worker, st, costs, n, limit, pipelined, schedule):
     if st.in_flight and st.reply is not None:      # the reply is seen between steps
-        u, version = st.reply
+        u, version, others = st.reply
         st.reply = None
         st.view[:] = u
         st.view += st.pending
         st.version = version
+        if others is not None:
+            st.others = others
         st.in_flight = False
     if not st.in_flight and st.steps_pending:
-        payload = (st.pending.copy(), st.pending_version, st.steps_pending, st.pending_own_unseen)
+        payload = (st.pending.copy(), st.pending_version, st.steps_pending, st.pending_own_unseen,
+                   worker.state.weights if st.others is not None else None)
         st.pending[:] = 0.0
         st.steps_pending = 0
         st.in_flight = True
@@ -162,7 +172,8 @@ def _worker_turn(t, w, worker, st, costs, n, limit, pipelined, schedule):
     if st.finished:
         return
     retained = worker.state.size
-    push = worker.propose(st.view, st.version)
+    push = (worker.propose(st.view, st.version, st.others) if st.others is not None
+            else worker.propose(st.view, st.version))
     if push is None:
         st.finished = True
         schedule(t, "free", w)

@@ -54,15 +54,15 @@ def worker_budgets(budget, n_workers, budget_mode="split", cap=None) -> list:
     return [cap] * n_workers
 
 
-def build_workers(X, y, loss, budget, n_workers, options, seed, sharding="contiguous", budgets=None):
+def build_workers(X, y, loss, budget, n_workers, options, seed, sharding="contiguous", budgets=None, slack=None):
     """Shards, the common ``L_F`` (maximum over the shards' estimates) and one worker per shard
-    (budgets ``s/q`` unless ``budgets`` says otherwise)."""
+    (budgets ``s/q`` unless ``budgets`` says otherwise; ``slack``: the global budget's)."""
     p = X.shape[1]
     columns = [shard_columns(p, n_workers, w, sharding) for w in range(n_workers)]
     shards = [FeatureShard(X[:, cols], cols) for cols in columns]
     lipschitz = max(local_lipschitz(sh, budget, loss, seed, w) for w, sh in enumerate(shards))
     budgets = split_budget(budget, n_workers) if budgets is None else budgets
-    workers = [make_worker(sh, y, loss, b, lipschitz, options, worker_id=w)
+    workers = [make_worker(sh, y, loss, b, lipschitz, options, worker_id=w, slack=slack)
                for w, (sh, b) in enumerate(zip(shards, budgets))]
     return workers, lipschitz
 
@@ -97,20 +97,24 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         ``split``: each worker keeps ``s/q`` features (KDD'16). ``global``: each worker may keep up
         to ``cap`` (default ``min(s, ceil(3 s/q))``); the central node records every worker's
         retained ``|w|`` from its pushes and sends with every pull the top ``s`` of the other
-        workers'; a worker drops its features below ``theta``, the s-th largest ``|w|`` over those
-        and its own current weights; the union is cut to the top ``s`` at the end (then refit).
+        workers'; a worker drops its features below ``slack * theta``, ``theta`` being the s-th
+        largest ``|w|`` over those and its own current weights; the union is cut to the top ``s``
+        at the end (then refit).
     cap : int or None
+    slack : float in (0, 1] or None
+        Global budget: the hysteresis that keeps the workers' delayed drops from oscillating
+        (default 0.5; see ``asyos.distributed.roles.GlobalThreshold``).
     decrease_check : bool
         Alg. 3 omits it; on by default (as in OS), evaluated at the worker's snapshot.
 
     Extra attributes: ``staleness_`` (mean, max, p95, histogram), ``n_pushes_``; global budget:
-    ``threshold_`` (the final ``theta`` over all reported weights), ``n_dropped_`` (features dropped below it).
+    ``threshold_`` (the final ``theta`` over all reported weights), ``slack_``, ``n_dropped_`` (features dropped below it).
     """
 
     def __init__(self, budget=10, n_workers=4, max_staleness=None, policy="max", schedule="round-robin",
                  sharding="contiguous", loss="squared", passes=2, step_size=None, step_divisor=1.0,
                  decrease_check=True, decrease_constant=1.0, refit=True, random_state=0, trace_every=0,
-                 budget_mode="split", cap=None):
+                 budget_mode="split", cap=None, slack=None):
         super().__init__(budget=budget, loss=loss, passes=passes, step_size=step_size,
                          step_divisor=step_divisor, decrease_check=decrease_check,
                          decrease_constant=decrease_constant, refit=refit, random_state=random_state,
@@ -122,6 +126,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         self.sharding = sharding
         self.budget_mode = budget_mode
         self.cap = cap
+        self.slack = slack
 
     def fit(self, X, y):
         X, y, loss = self._validate_data(X, y)
@@ -133,8 +138,10 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
             raise InputError(f"unknown sharding {self.sharding!r}; choose one of: {', '.join(SHARDING_SCHEMES)}")
         budgets = worker_budgets(self.budget, self.n_workers, self.budget_mode, self.cap)
         start = time.perf_counter()
+        if self.slack is not None and self.budget_mode != "global":
+            raise InputError("slack applies to budget_mode='global'")
         workers, lipschitz = build_workers(X, y, loss, self.budget, self.n_workers, options,
-                                           self.random_state, self.sharding, budgets)
+                                           self.random_state, self.sharding, budgets, self.slack)
         central, trace = self._central(X.shape[0], loss, y)
         threshold = (GlobalThreshold(self.budget, self.n_workers, budgets[0]) if self.budget_mode == "global"
                      else None)
@@ -146,6 +153,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         support, weights = gather_selection(workers, self.budget if threshold is not None else None)
         self.threshold_ = threshold.value if threshold is not None else None
         self.n_dropped_ = sum(w.dropped for w in workers)
+        self.slack_ = workers[0].slack if threshold is not None else None
         self._set_selection(X, y, loss, support, weights)
         self.lipschitz_ = lipschitz
         self.step_size_ = workers[0].state.step_size

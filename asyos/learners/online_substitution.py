@@ -55,14 +55,14 @@ def local_lipschitz(shard, total_budget, loss, seed, shard_index=0) -> float:
                                 seed=[int(seed), _LIPSCHITZ_STREAM, int(shard_index)])
 
 
-def make_worker(shard, y, loss, local_budget, lipschitz, options: SubstitutionOptions, worker_id=0):
-    """A ``Worker`` with the step size the options and ``L_F`` give."""
+def make_worker(shard, y, loss, local_budget, lipschitz, options: SubstitutionOptions, worker_id=0, slack=None):
+    """A ``Worker`` with the step size the options and ``L_F`` give (``slack``: the global budget's)."""
     step = options.step_size if options.step_size is not None else step_size_from_lipschitz(lipschitz)
     return Worker(shard, y, loss, local_budget, step, passes=options.passes,
                   step_divisor=options.step_divisor, decrease_check=options.decrease_check,
                   decrease_constant=options.decrease_constant,
                   lipschitz=lipschitz if lipschitz > 0 else None, worker_id=worker_id,
-                  log_selection=options.log_selection)
+                  log_selection=options.log_selection, slack=slack)
 
 
 def run_loopback(worker, central):
