@@ -88,7 +88,8 @@ def make_parser() -> argparse.ArgumentParser:
                                          "global (each worker may keep up to --cap; theta is the s-th "
                                          "largest |w| over all workers, which the central node learns from "
                                          "the pushes; workers drop features below --slack x theta; the "
-                                         "union is cut to s). Under mpiexec global uses --transport messages")
+                                         "union is cut to s). Under mpiexec the others' |w| come with the "
+                                         "replies (messages) or from the shared window (shared-memory)")
     g.add_argument("--cap", type=int, help="global budget: the most features a worker keeps "
                                            "(default min(s, ceil(3 s / q)))")
     g.add_argument("--slack", type=float, help="global budget: workers drop features below slack x theta, "

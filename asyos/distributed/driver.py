@@ -17,6 +17,10 @@ Message protocol (buffer messages, no pickling on the hot path; ``messages.py`` 
 * a worker that has finished its passes sends its selection (``TAG_FINAL``, pickled); when all
   have, the central rank refits on the union, writes the results and releases the workers.
 
+Global budget (``--budget-mode global``): a push also carries the worker's retained ``|w|`` and a
+reply the other workers' top ``s`` (``GlobalThreshold``); on shared memory every worker publishes
+its ``|w|`` in the window and reads the others' rows itself. The union is cut to ``s`` at the end.
+
 There is no barrier while running. Setup ends with one collective that agrees on input errors
 (every rank exits 2 with the first message) and on ``L_F`` (the maximum of the shards' estimates).
 
@@ -51,7 +55,7 @@ from ..truncation import keep_top_k
 from .messages import (PUSH_OWN_UNSEEN, PUSH_STEPS, PUSH_VERSION, REPLY_HEADER, REPLY_STATUS, REPLY_VERSION,
                        STATUS_ACCEPTED, STATUS_REFUSED, TAG_ERROR, TAG_FINAL, TAG_PUSH, TAG_REPLY, TAG_SHUTDOWN,
                        others_section, push_buffer, read_weights, reply_buffer, write_weights)
-from .roles import DEFAULT_SLACK, Central, GlobalThreshold, Worker
+from .roles import DEFAULT_SLACK, Central, GlobalThreshold, Worker, kth_largest
 from .shared_state import SharedState, ranks_share_one_node, shared_steps
 from .transport import Backoff, Deadline, abort_job, ranks_oversubscribe_cores, wait_all, wait_object
 
@@ -97,7 +101,9 @@ def run_asy_os(config, comm):
         raise InputError(next(e for e in comm.allgather(error) if e))
     lipschitz = float(everyone[:, 1].max())
     transport = resolve_transport(config, comm)
-    shared = SharedState(comm, setup["problem"].n_samples, n_workers) if transport == "shared-memory" else None
+    cap = worker_budgets(setup["problem"].budget, n_workers, config.budget_mode, config.cap)[0] \
+        if config.budget_mode == "global" else 0
+    shared = SharedState(comm, setup["problem"].n_samples, n_workers, cap) if transport == "shared-memory" else None
     with np.errstate(over="ignore", invalid="ignore"):   # divergence is reported by the kernel
         if rank == 0:
             return _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscribed, shared)
@@ -108,10 +114,6 @@ def run_asy_os(config, comm):
 def resolve_transport(config, comm) -> str:
     """``auto``: shared memory when every rank is on one node and no ``--push-mode`` was asked for,
     else messages. Collective (every rank calls it)."""
-    if config.budget_mode == "global":
-        if config.transport == "shared-memory":
-            raise InputError("--budget-mode global needs --transport messages (theta travels with the replies)")
-        return "messages"
     one_node = ranks_share_one_node(comm)
     if config.transport == "shared-memory" and not one_node:
         raise InputError("--transport shared-memory needs every rank on one node; these ranks span several "
@@ -167,7 +169,8 @@ def _worker_main(config, comm, setup, lipschitz, backoff, shared=None):
         histogram = None
         others = problem.budget if config.budget_mode == "global" else 0    # the others' top |w| in replies
         if shared is not None:
-            compute_s, histogram = shared_steps(shared, rank - 1, worker, config.max_staleness)
+            threshold = GlobalThreshold(problem.budget, shared.q, shared.cap) if shared.cap else None
+            compute_s, histogram = shared_steps(shared, rank - 1, worker, config.max_staleness, threshold=threshold)
         elif config.resolved_push_mode == "pipelined":
             compute_s = _steps_pipelined(comm, worker, backoff, timeout, config.max_batch, others)
         else:
@@ -324,7 +327,8 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
     if shared is None:
         finals, busy_s, theta = _serve_pushes(config, comm, central, backoff, problem.budget)
     else:
-        (finals, busy_s), theta = _watch_shared(config, comm, central, shared, trace), None
+        finals, busy_s = _watch_shared(config, comm, central, shared, trace)
+        theta = kth_largest(shared.weights.ravel(), problem.budget) if shared.cap else None
     async_s = time.perf_counter() - t_async0
     for final in finals:                # when each worker finished: uneven progress shows here
         final["finished_s"] = final.pop("received_at") - t_async0

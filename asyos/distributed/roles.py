@@ -255,7 +255,7 @@ class GlobalThreshold:
         self.budget = int(budget)
         self.n_workers = int(n_workers)
         self.cap = int(cap)
-        self.pool = np.zeros(self.n_workers * self.cap)
+        self.pool = np.zeros((self.n_workers, self.cap))   # row k: worker k's |w|, 0-padded
         self._scratch = np.empty_like(self.pool)
         self.updates = 0
 
@@ -264,18 +264,16 @@ class GlobalThreshold:
         k = len(weights)
         if k > self.cap:
             raise ValueError(f"worker {worker} reported {k} weights, more than the cap {self.cap}")
-        row = self.pool[worker * self.cap:(worker + 1) * self.cap]
-        np.abs(weights, out=row[:k])
-        row[k:] = 0.0
+        write_abs(self.pool[worker], weights)
         self.updates += 1
 
     def others_top(self, worker: int, out: Optional[np.ndarray] = None, pool: Optional[np.ndarray] = None):
         """The ``budget`` largest ``|w|`` the other workers reported (in no order, 0-padded), from
-        ``pool`` (a snapshot; default the current one)."""
+        ``pool`` (a ``(q, cap)`` snapshot or shared window; default the current one)."""
         pool = self.pool if pool is None else pool
-        others = self._scratch
-        others[:] = pool
-        others[worker * self.cap:(worker + 1) * self.cap] = 0.0
+        self._scratch[:] = pool
+        self._scratch[worker] = 0.0
+        others = self._scratch.reshape(-1)
         out = np.empty(self.budget) if out is None else out
         k = others.size - self.budget
         if k > 0:
@@ -289,7 +287,14 @@ class GlobalThreshold:
     @property
     def value(self) -> float:
         """The ``budget``-th largest ``|w|`` over everything reported (0 while fewer are)."""
-        return kth_largest(self.pool, self.budget)
+        return kth_largest(self.pool.reshape(-1), self.budget)
+
+
+def write_abs(row: np.ndarray, weights) -> None:
+    """``|weights|`` into the front of ``row``, the rest zeroed."""
+    k = len(weights)
+    np.abs(weights, out=row[:k])
+    row[k:] = 0.0
 
 
 def kth_largest(values, k: int) -> float:

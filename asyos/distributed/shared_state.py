@@ -15,6 +15,11 @@ Counters, one int64 per worker each, in the same window:
 * ``proposals[k]``: steps proposed, refused ones included (the central rank's heartbeat),
 * ``refused[k]``: steps redone because they were staler than ``--max-staleness``.
 
+Under the global budget (``cap`` > 0) the window also holds one row of ``cap`` values per worker:
+its retained ``|w|``, written after every committed step. A worker reads the other rows before each
+step and takes the top ``s`` of them (``GlobalThreshold.others_top``), exactly what the central rank
+sends with its replies under the messages transport.
+
 Staleness of a step = the other workers' steps that its read of ``u_C`` may have missed:
 ``sum(started) - sum(steps)`` over the other workers, the first sum taken just before the step is
 written, the second just before ``u_C`` was read. A concurrent write caught half-way by the read
@@ -28,6 +33,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
+
+from .roles import write_abs
 
 CACHE_LINE_DOUBLES = 8          # rows start on their own 64-byte line: no false sharing between writers
 COUNTERS = ("started", "steps", "proposals", "refused")
@@ -50,20 +57,25 @@ class SharedState:
     (0-based) writes ``rows[k]`` and its own counters only.
     """
 
-    def __init__(self, comm, n_samples: int, n_workers: int):
+    def __init__(self, comm, n_samples: int, n_workers: int, cap: int = 0):
         from mpi4py import MPI
-        self.n, self.q = int(n_samples), int(n_workers)
+        self.n, self.q, self.cap = int(n_samples), int(n_workers), int(cap)
         stride = -(-self.n // CACHE_LINE_DOUBLES) * CACHE_LINE_DOUBLES
         counter_stride = -(-self.q // CACHE_LINE_DOUBLES) * CACHE_LINE_DOUBLES
-        n_doubles = self.q * stride + len(COUNTERS) * counter_stride
+        weight_stride = -(-self.cap // CACHE_LINE_DOUBLES) * CACHE_LINE_DOUBLES
+        n_counters = len(COUNTERS) * counter_stride
+        n_doubles = self.q * stride + n_counters + self.q * weight_stride
         self._win = MPI.Win.Allocate_shared(8 * n_doubles if comm.Get_rank() == 0 else 0, 8, comm=comm)
         buffer, _ = self._win.Shared_query(0)
         memory = np.ndarray(buffer=buffer, dtype=np.float64, shape=(n_doubles,))
         if comm.Get_rank() == 0:
             memory[:] = 0.0
         self.rows = memory[:self.q * stride].reshape(self.q, stride)[:, :self.n]
-        counters = memory[self.q * stride:].view(np.int64).reshape(len(COUNTERS), counter_stride)[:, :self.q]
-        self.started, self.steps, self.proposals, self.refused = counters
+        counters = memory[self.q * stride:self.q * stride + n_counters].view(np.int64)
+        self.started, self.steps, self.proposals, self.refused = counters.reshape(len(COUNTERS),
+                                                                                  counter_stride)[:, :self.q]
+        weights = memory[self.q * stride + n_counters:]
+        self.weights = weights.reshape(self.q, weight_stride)[:, :self.cap]   # global budget: |w| per worker
         comm.Barrier()                    # zeroed before anyone writes
 
     def read(self, out: np.ndarray) -> np.ndarray:
@@ -87,14 +99,18 @@ class SharedState:
             self._win = None
 
 
-def shared_steps(state: SharedState, index: int, worker, max_staleness=None, monitor=None):
+def shared_steps(state: SharedState, index: int, worker, max_staleness=None, monitor=None, threshold=None):
     """Run ``worker`` (a ``roles.Worker``, shard ``index``) to the end of its passes on ``state``.
 
     Returns ``(compute seconds, staleness histogram)``. With ``max_staleness`` a step that may have
     missed more than that many steps of the other workers is discarded and redone from a fresh read
-    (counted in ``refused``). ``monitor`` (tests) is called after every committed step.
+    (counted in ``refused``). ``monitor`` (tests) is called after every committed step. With
+    ``threshold`` (a ``GlobalThreshold`` over ``state.weights``: the global budget) the worker reads
+    the others' top ``|w|`` with ``u_C`` and publishes its own after every step.
     """
     row = state.rows[index]
+    others = np.empty(threshold.budget) if threshold is not None else None
+    weight_row = state.weights[index]
     # memoryviews: a counter read or increment costs a tenth of numpy's scalar indexing
     started, steps, proposals, refused = (memoryview(c) for c in
                                           (state.started, state.steps, state.proposals, state.refused))
@@ -106,7 +122,10 @@ def shared_steps(state: SharedState, index: int, worker, max_staleness=None, mon
         seen = sum(steps) - own           # other workers' finished steps, read before u_C
         state.read(view)
         t0 = time.perf_counter()
-        push = worker.propose(view, seen)
+        if threshold is None:
+            push = worker.propose(view, seen)
+        else:
+            push = worker.propose(view, seen, threshold.others_top(index, out=others, pool=state.weights))
         compute_s += time.perf_counter() - t0
         proposals[index] += 1
         if push is None:
@@ -120,6 +139,8 @@ def shared_steps(state: SharedState, index: int, worker, max_staleness=None, mon
         worker.commit()
         started[index] += 1
         np.add(row, push.delta, out=row)
+        if threshold is not None:
+            write_abs(weight_row, worker.state.weights)
         own += 1
         steps[index] = own
         compute_s += time.perf_counter() - t0

@@ -126,7 +126,7 @@ def choose_version(policy, rng, current, tau, floor):
 def _run(workers, central, tau, policy, schedule, rng, history, floors, active, threshold=None):
     order = WorkerSchedule(active, schedule, rng)
     if threshold is not None:                # the reported |w| by version, like the snapshots of u_C
-        pools = np.zeros((tau + 1, threshold.pool.size))
+        pools = np.zeros((tau + 1,) + threshold.pool.shape)
         others = np.empty(threshold.budget)
     steps = 0
     while order:

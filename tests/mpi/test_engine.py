@@ -142,6 +142,42 @@ def test_shared_state_counts_a_write_in_progress_as_unseen():
         state.free()
 
 
+def test_shared_state_carries_the_global_budget():
+    """Under the global budget every worker publishes its |w| in the window and thresholds against
+    the others' rows: another worker holding s large weights makes this one drop all it takes
+    (and its row of u_C returns to 0); an empty one leaves it as OS, its published |w| current."""
+    from asyos.data.shard import FeatureShard
+    from asyos.distributed.roles import GlobalThreshold
+    from asyos.distributed.shared_state import SharedState, shared_steps
+    from asyos.learners.online_substitution import SubstitutionOptions, local_lipschitz, make_worker
+    from asyos.losses import get_loss
+    from asyos.problem import open_data_source
+    from mpi4py import MPI
+
+    d = open_data_source(CONFIG).load()
+    shard, loss = FeatureShard(d.X, np.arange(d.X.shape[1])), get_loss("squared")
+    lipschitz = local_lipschitz(shard, 8, loss, 0, 0)
+    for other_weight in (10.0, 0.0):
+        worker = make_worker(shard, d.y, loss, 8, lipschitz, SubstitutionOptions(passes=1))
+        state = SharedState(MPI.COMM_SELF, d.X.shape[0], 2, cap=8)
+        try:
+            state.weights[1] = other_weight
+            shared_steps(state, 0, worker, threshold=GlobalThreshold(8, 2, 8))
+            u = state.read(np.empty(d.X.shape[0]))
+            if other_weight:
+                assert worker.state.size == 0 and worker.dropped > 0
+                np.testing.assert_allclose(u, 0.0, atol=1e-9)
+            else:
+                assert worker.state.size == 8 and worker.dropped == 0
+                selected, weights = worker.selection()
+                np.testing.assert_allclose(u, d.X[:, selected] @ weights, rtol=1e-9, atol=1e-12)
+            np.testing.assert_array_equal(np.sort(state.weights[0][:worker.state.size]),
+                                          np.sort(np.abs(worker.state.weights)))
+            assert not state.weights[0][worker.state.size:].any()
+        finally:
+            state.free()
+
+
 @pytest.mark.mpi(min_size=2)
 def test_input_errors_are_raised_on_every_rank():
     from asyos.distributed.driver import run_asy_os
