@@ -9,7 +9,8 @@ classification s = 32) it
 
 1. runs sequential OS and ``mpiexec -n q+1 python -m asyos.run`` for each q and each transport
    (``shared-memory``: the workers write ``u_C`` in memory shared on the node, the single-node
-   default; ``messages``: pushes to the central rank, as across nodes), ``--repeats`` times,
+   default; ``messages``: pushes to the central rank, as across nodes) and each budget mode
+   (``--budget-mode split``, KDD'16's s/q per worker, and ``global``), ``--repeats`` times,
    tracing the training error of the model at ``u_C`` every few worker steps;
 2. sets the threshold to the loosest final training error among all those runs (times 1.05), so
    every run reaches it, unless ``--threshold`` is given;
@@ -41,8 +42,8 @@ import numpy as np
 from ..config import RunConfig
 from ..data.synthetic import SyntheticSource
 from ..distributed.projection import Costs, SimulatedClock, replay, sequential_time
-from ..distributed.roles import Central
-from ..learners.asy_os import build_workers
+from ..distributed.roles import Central, GlobalThreshold
+from ..learners.asy_os import BUDGET_MODES, build_workers, worker_budgets
 from ..learners.online_substitution import SubstitutionOptions
 from ..losses import get_loss
 from ..trace import ObjectiveTrace, first_reaching
@@ -57,10 +58,10 @@ TASKS = {
 PROFILES = {
     "paper": {"tasks": ["regression", "classification"], "workers": [1, 2, 4, 8, 12], "repeats": 3,
               "passes": 2, "trace_every": 20, "projected": [1, 2, 4, 8, 12, 16, 32, 64], "shrink": None,
-              "transports": ["shared-memory", "messages"]},
+              "transports": ["shared-memory", "messages"], "budget_modes": ["split", "global"]},
     "quick": {"tasks": ["regression"], "workers": [1, 2], "repeats": 1, "passes": 1, "trace_every": 10,
               "projected": [1, 2, 4], "shrink": {"n_samples": 300, "n_features": 1024, "n_informative": 16},
-              "transports": ["shared-memory", "messages"]},
+              "transports": ["shared-memory", "messages"], "budget_modes": ["split", "global"]},
 }
 TRANSPORTS = ("shared-memory", "messages")
 VALIDATION_TOLERANCE = 0.25
@@ -77,13 +78,15 @@ def make_parser(prog=None):
     p.add_argument("--projected", type=int, nargs="+", help="worker counts to project (default up to 64)")
     p.add_argument("--transports", nargs="+", choices=TRANSPORTS,
                    help="MPI transports to measure (default both; the projection is validated on messages)")
+    p.add_argument("--budget-modes", nargs="+", choices=BUDGET_MODES,
+                   help="Asy-OS budget modes to measure (default split global)")
     return p
 
 
 def main(argv=None, prog=None):
     args = make_parser(prog).parse_args(argv)
     profile = dict(PROFILES["quick" if args.quick else "paper"])
-    for key in ("workers", "repeats", "tasks", "projected", "transports"):
+    for key in ("workers", "repeats", "tasks", "projected", "transports", "budget_modes"):
         if getattr(args, key):
             profile[key] = getattr(args, key)
     if args.seeds:
@@ -125,34 +128,47 @@ def bench_task(run, task, profile, threshold, cores, messages):
         record, _ = run_asyos(cli_args(settings, profile))
         measured.append(run.unit(_unit(task, 0, repeat, record, cores)))
         for transport in profile["transports"]:
-            for q in profile["workers"]:
-                record, _ = run_asyos(cli_args(settings, profile) + ["--transport", transport], ranks=q + 1)
-                measured.append(run.unit(_unit(task, q, repeat, record, cores)))
+            for mode in profile["budget_modes"]:
+                for q in profile["workers"]:
+                    record, _ = run_asyos(cli_args(settings, profile) + ["--transport", transport,
+                                                                         "--budget-mode", mode], ranks=q + 1)
+                    measured.append(run.unit(_unit(task, q, repeat, record, cores)))
     if threshold is None:
         threshold = THRESHOLD_MARGIN * max(u["trace"]["train_error"][-1] for u in measured)
     for u in measured:
         hit = first_reaching(u["trace"], threshold)
         u["time_to_threshold_s"], u["steps_to_threshold"] = hit if hit else (None, None)
     sequential = [u for u in measured if u["q"] == 0]
-    tables = {transport: summarise_measured(task, sequential + [u for u in measured if u.get("transport") == transport],
-                                            threshold, profile, cores, transport)
-              for transport in profile["transports"]}
+    tables = {}
+    for transport in profile["transports"]:
+        for mode in profile["budget_modes"]:
+            label = series(transport, mode)
+            units = [u for u in measured if u.get("transport") == transport and u.get("budget_mode") == mode]
+            tables[label] = summarise_measured(task, sequential + units, threshold, profile, cores, label)
     out = {"threshold": threshold, "measured": tables,
            "runs": [{k: v for k, v in u.items() if k != "trace"} for u in measured],
            "traces": {_trace_key(u): u["trace"] for u in measured}}
-    if "messages" in tables:      # the projection models the message protocol, which spans nodes
+    if "messages" in profile["transports"]:      # the projection models the message protocol, which spans nodes
         costs = calibrate_costs(run, task, settings, profile, messages)
-        projected = project(task, settings, profile, costs, threshold)
-        validation = validate(tables["messages"], projected)
-        print_projection(task, projected, validation, costs)
-        out.update(projected=projected, validation=validation, costs=costs.as_dict())
+        out.update(costs=costs.as_dict(), projected={}, validation={})
+        for mode in profile["budget_modes"]:
+            label = series("messages", mode)
+            projected = project(task, settings, profile, costs, threshold, mode)
+            validation = validate(tables[label], projected)
+            print_projection(task, label, projected, validation, costs)
+            out["projected"][label], out["validation"][label] = projected, validation
     return out
+
+
+def series(transport, budget_mode):
+    """A measured series' name: the transport, with the budget mode when it is not KDD'16's split."""
+    return transport if budget_mode == "split" else f"{transport}, global budget"
 
 
 def _trace_key(unit):
     if unit["q"] == 0:
         return f"sequential repeat={unit['repeat']}"
-    return f"{unit['transport']} q={unit['q']} repeat={unit['repeat']}"
+    return f"{series(unit['transport'], unit['budget_mode'])} q={unit['q']} repeat={unit['repeat']}"
 
 
 def _unit(task, q, repeat, record, cores):
@@ -160,7 +176,8 @@ def _unit(task, q, repeat, record, cores):
             "final_train_error": record["trace"]["train_error"][-1], "trace": record["trace"],
             "run_s": record["timing"].get("async_s", record["timing"].get("fit_s"))}
     if record["mode"] == "mpi":
-        unit.update(transport=record["transport"], ranks=q + 1, oversubscribed=q + 1 > cores,
+        unit.update(transport=record["transport"], budget_mode=record["budget_mode"], ranks=q + 1,
+                    oversubscribed=q + 1 > cores,
                     pushes_per_s=record["pushes_per_s"],
                     staleness_mean=record["staleness"]["mean"], staleness_max=record["staleness"]["max"],
                     refused=record["refused_pushes"], steps_per_push=record["steps_per_push"],
@@ -174,7 +191,7 @@ def median_of(units, key):
     return statistics.median(values) if values else None
 
 
-def summarise_measured(task, units, threshold, profile, cores, transport):
+def summarise_measured(task, units, threshold, profile, cores, series_label):
     seq = [u for u in units if u["q"] == 0]
     seq_time = median_of(seq, "time_to_threshold_s")
     rows, table = [], {}
@@ -200,7 +217,7 @@ def summarise_measured(task, units, threshold, profile, cores, transport):
                      f"{_f(entry.get('staleness_mean'), 1)}/{entry.get('staleness_max', '-')}",
                      _f(entry.get("refused"), 0), _f(entry.get("central_utilization"), 2)])
     error_name = "RMSE" if task == "regression" else "misclassification rate"
-    print_table(f"Measured on {cores} cores, {task}, --transport {transport}: time to training {error_name} <= "
+    print_table(f"Measured on {cores} cores, {task}, {series_label}: time to training {error_name} <= "
                 f"{threshold:.4g} "
                 f"(median of {profile['repeats']})",
                 ["run", "time s", "reached", "steps", "recall", "vs seq", "vs q=1", "pushes/s", "steps/push",
@@ -287,7 +304,7 @@ def step_times(data, loss, budget, timed_steps=400):
 
 
 # ------------------------------------------------------------------------------ projection
-def project(task, settings, profile, costs, threshold):
+def project(task, settings, profile, costs, threshold, budget_mode="split"):
     source = SyntheticSource(settings["synthetic"], settings["n_features"], settings["n_informative"],
                              settings["n_samples"], seed=0)
     data = source.load(with_test=False)
@@ -298,7 +315,8 @@ def project(task, settings, profile, costs, threshold):
 
     def traced(q, run):
         """``run(workers, central, clock)`` on q simulated workers, with the training error traced."""
-        workers, _ = build_workers(data.X, data.y, loss, budget, q, options, seed=0)
+        budgets = worker_budgets(budget, q, budget_mode)
+        workers, _ = build_workers(data.X, data.y, loss, budget, q, options, seed=0, budgets=budgets)
         clock = SimulatedClock()
         trace = ObjectiveTrace(profile["trace_every"], loss, data.y, clock=clock)
         central = Central(data.n_samples, monitor=trace)
@@ -314,8 +332,10 @@ def project(task, settings, profile, costs, threshold):
     for q in profile["projected"]:
         if q > settings["n_features"] or q > budget:
             continue
+        threshold_keeper = GlobalThreshold(budget, q, worker_budgets(budget, q, budget_mode)[0]) \
+            if budget_mode == "global" else None
         report, trace, hit = traced(q, lambda workers, central, clock: replay(
-            workers, central, costs, clock, mode="pipelined", max_batch=max_batch))
+            workers, central, costs, clock, mode="pipelined", max_batch=max_batch, threshold=threshold_keeper))
         t = hit[0] if hit else None
         out[q] = {"time_to_threshold_s": t, "steps_to_threshold": hit[1] if hit else None, "run_s": report.time_s,
                   "speedup_vs_sequential": seq_time / t if t and seq_time else None,
@@ -337,14 +357,15 @@ def validate(measured, projected):
     return {"checks": checks, "within_tolerance": ok, "tolerance": VALIDATION_TOLERANCE}
 
 
-def print_projection(task, projected, validation, costs):
+def print_projection(task, label, projected, validation, costs):
     rows = []
     for q, entry in sorted(projected.items()):
         rows.append(["sequential OS" if q == 0 else f"q={q}", _f(entry["time_to_threshold_s"], 4),
                      _f(entry.get("speedup_vs_sequential"), 2), _f(entry.get("steps_per_push"), 1),
                      _f(entry.get("central_utilization"), 2), _f(entry.get("staleness_mean"), 1),
                      _f(entry.get("final_train_error"), 3)])
-    print_table(f"Projected on dedicated cores, {task} (discrete-event replay; step {costs.step_base_s * 1e6:.1f} us"
+    print_table(f"Projected on dedicated cores, {task}, {label} (discrete-event replay; step "
+                f"{costs.step_base_s * 1e6:.1f} us"
                 f" + {costs.step_per_retained_s * 1e6:.3f} us/retained feature, central "
                 f"{costs.central_service_s * 1e6:.1f} us/push, latency {costs.latency_s * 1e6:.1f} us)",
                 ["run", "time to threshold s", "speedup", "steps/push", "central util", "staleness", "final error"],
@@ -376,10 +397,10 @@ def draw(run, summary, profile):
                     if o and m:
                         ax.annotate("oversubscribed", (q, m), fontsize=7, textcoords="offset points", xytext=(3, 3))
                 tops += qs
-            if "projected" in res:
-                pq = sorted(q for q in res["projected"] if q)
-                ax.plot(pq, [res["projected"][q].get("speedup_vs_sequential") or np.nan for q in pq], "s--",
-                        label="projected, messages, dedicated cores")
+            for label, projected in res.get("projected", {}).items():
+                pq = sorted(q for q in projected if q)
+                ax.plot(pq, [projected[q].get("speedup_vs_sequential") or np.nan for q in pq], "s--",
+                        label=f"projected, {label}, dedicated cores")
                 tops += pq
             top = max(tops)
             ax.plot([1, top], [1, top], ":", color="gray", label="ideal (linear)")
@@ -390,7 +411,7 @@ def draw(run, summary, profile):
             ax.set_title(f"{task}: threshold {res['threshold']:.3g}")
             ax.legend(fontsize=8)
             ax = row[1]
-            shown = profile["transports"][0]           # one transport, so the curves stay readable
+            shown = series(profile["transports"][0], profile["budget_modes"][-1])   # one series stays readable
             for key, trace in res["traces"].items():
                 if key.endswith("repeat=0") and (key.startswith("sequential") or key.startswith(shown)):
                     ax.plot(trace["time_s"], trace["train_error"], label=key[:-len(" repeat=0")])

@@ -37,6 +37,11 @@ def write_weights(buffer: np.ndarray, n: int, weights) -> None:
     np.abs(weights, out=buffer[n + PUSH_COUNT + 1:n + PUSH_COUNT + 1 + k])
 
 
+def weights_section(buffer: np.ndarray, n: int) -> np.ndarray:
+    """The view of a push where its ``|w|`` go (after ``count``)."""
+    return buffer[n + PUSH_COUNT + 1:]
+
+
 def read_weights(buffer: np.ndarray, n: int) -> np.ndarray:
     k = int(buffer[n + PUSH_COUNT])
     return buffer[n + PUSH_COUNT + 1:n + PUSH_COUNT + 1 + k]

@@ -18,7 +18,8 @@ import numpy as np
 from ..errors import DivergenceError, InputError
 from ..learners import kernels as _kernels
 from ..learners.substitution import ENTER, REJECT, SUBSTITUTE, SubstitutionState
-from .messages import PUSH_STEPS, PUSH_VERSION, REPLY_HEADER, REPLY_VERSION, push_buffer, write_weights
+from .messages import (PUSH_COUNT, PUSH_STEPS, PUSH_VERSION, REPLY_HEADER, REPLY_VERSION, push_buffer,
+                       weights_section, write_weights)
 
 
 @dataclass
@@ -85,6 +86,7 @@ class Worker:
         self.dropped = 0
         self.slack = DEFAULT_SLACK if slack is None else check_slack(slack)
         self.threshold = 0.0           # the last threshold this worker computed (before the slack)
+        self._union = None             # scratch: the others' top |w| and this worker's
 
     def __getstate__(self):
         """``delta`` is a view of the wire buffer, which pickling would cut: rebuilt on load."""
@@ -148,7 +150,7 @@ class Worker:
         worker done with its passes still returns one last push while it has something to carry."""
         self._cursor_before = (self._pass, self._pos)
         if others_top is not None:
-            self.threshold = worker_threshold(self.state.weights, others_top, others_top.size)
+            self.threshold = self._threshold(others_top)
             self.drop_below(self.slack * self.threshold)
         nxt = self._next_feature()
         if nxt is None:
@@ -174,12 +176,24 @@ class Worker:
         if self._carrying:
             self.delta += self.carry
         if others_top is not None:
-            write_weights(self.buffer, self.n, self.state.proposed_weights())
+            self.buffer[self.n + PUSH_COUNT] = self.state.write_proposed_abs(weights_section(self.buffer, self.n))
         self.buffer[self.n + PUSH_VERSION] = version
         self.proposals += 1
         push = self._push
         push.version_read, push.feature, push.action = int(version), int(self.shard.columns[j]), action
         return push
+
+    def _threshold(self, others_top) -> float:
+        """``worker_threshold`` on preallocated scratch (it runs before every step)."""
+        s = others_top.size
+        if self._union is None or self._union.size < s + self.state.budget:
+            self._union = np.empty(s + self.state.budget)
+        m = self.state.size
+        union = self._union[:s + m]
+        union[:s] = others_top
+        np.abs(self.state.w[:m], out=union[s:])
+        union.partition(m)
+        return float(union[m])
 
     def commit(self):
         if self._carrying:

@@ -191,15 +191,19 @@ class SubstitutionState:
         self.slots[k] = j
         return action, j, left, k
 
-    def proposed_weights(self) -> np.ndarray:
-        """The weights ``commit`` would leave (slot order, the new feature in its slot)."""
+    def write_proposed_abs(self, out: np.ndarray) -> int:
+        """``|w|`` as ``commit`` would leave them (slot order, the new feature in its slot) into
+        ``out``; returns how many."""
         action, j, xj, wj, k = self._pending
-        w = self._wm + self._dwm
+        m = self.size
+        np.add(self._wm, self._dwm, out=out[:m])
         if action == SUBSTITUTE:
-            w[k] = wj
+            out[k] = wj
         elif action == ENTER:
-            w = np.append(w, wj)
-        return w
+            out[m] = wj
+            m += 1
+        np.abs(out[:m], out=out[:m])
+        return m
 
     def discard(self):
         """Forget the last proposal (the state is unchanged)."""
@@ -210,6 +214,8 @@ class SubstitutionState:
         contribution ``-w_k x_k`` is added to ``delta``; the last slots move into the holes.
         Returns the local indices dropped."""
         dropped = []
+        if self.size == 0 or np.abs(self._wm).min() >= threshold:     # the common case, one pass
+            return dropped
         k = 0
         while k < self.size:
             if abs(self.w[k]) < threshold:
