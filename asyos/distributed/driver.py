@@ -224,6 +224,8 @@ def _steps_one_by_one(comm, worker, backoff, timeout, others=0) -> float:
         compute_s += time.perf_counter() - t0
         if push is None:
             return compute_s
+        if others:
+            worker.write_push_weights()
         recv = comm.Irecv(reply, source=0, tag=TAG_REPLY)
         send = comm.Isend(push.buffer, dest=0, tag=TAG_PUSH)
         wait_all([send, recv], backoff, timeout)
@@ -328,7 +330,8 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
         finals, busy_s, theta = _serve_pushes(config, comm, central, backoff, problem.budget)
     else:
         finals, busy_s = _watch_shared(config, comm, central, shared, trace)
-        theta = kth_largest(shared.weights.ravel(), problem.budget) if shared.cap else None
+        # every worker publishes its |w| after every step: they are as stale as its read of u_C
+        theta = {"value": kth_largest(shared.weights.ravel(), problem.budget), "age": None} if shared.cap else None
     async_s = time.perf_counter() - t_async0
     for final in finals:                # when each worker finished: uneven progress shows here
         final["finished_s"] = final.pop("received_at") - t_async0
@@ -357,7 +360,8 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
 def _serve_pushes(config, comm, central, backoff, budget):
     """``--transport messages``: serve pushes until every worker has sent its final selection.
     Returns the finals, the time spent serving pushes and (global budget) the final threshold over
-    all reported weights."""
+    all reported weights and the age of the others' weights sent with the replies (``mean``: over
+    replies, of their mean age; ``max``; in versions of ``u_C``)."""
     from mpi4py import MPI
 
     n, q = central.n, comm.Get_size() - 1
@@ -365,6 +369,8 @@ def _serve_pushes(config, comm, central, backoff, budget):
     threshold = GlobalThreshold(budget, q, budgets[0]) if config.budget_mode == "global" else None
     push_bufs = [push_buffer(n, budgets[i]) for i in range(q)]
     reply_bufs = [reply_buffer(n, threshold.budget if threshold is not None else 0) for _ in range(q)]
+    reported_at = [0] * q               # global budget: the version at which each worker's |w| arrived
+    reported_sum, age_sum, age_max = 0, 0.0, 0
     receives = [comm.Recv_init(push_bufs[i], source=i + 1, tag=TAG_PUSH) for i in range(q)]
     MPI.Prequest.Startall(receives)
     replies = [None] * q
@@ -384,6 +390,12 @@ def _serve_pushes(config, comm, central, backoff, budget):
                                          int(buf[n + PUSH_OWN_UNSEEN]))
                 if threshold is not None and accepted:
                     threshold.update(i, read_weights(buf, n))
+                    version = central.version
+                    reported_sum += version - reported_at[i]
+                    reported_at[i] = version
+                    if q > 1:                   # the age of the others' |w| this reply carries
+                        age_sum += version - (reported_sum - version) / (q - 1)
+                        age_max = max(age_max, version - min(reported_at))
                 if replies[i] is not None:
                     replies[i].Wait()           # the worker got it before pushing again
                 out = reply_bufs[i]
@@ -409,7 +421,10 @@ def _serve_pushes(config, comm, central, backoff, budget):
         request.Wait()
         request.Free()
     MPI.Request.Waitall([r for r in replies if r is not None])
-    return finals, busy_s, (threshold.value if threshold is not None else None)
+    if threshold is None:
+        return finals, busy_s, None
+    updates = max(1, threshold.updates)
+    return finals, busy_s, {"value": threshold.value, "age": {"mean": age_sum / updates, "max": age_max}}
 
 
 SHARED_POLL_S = 1e-3              # the central rank's sleep between looks at the shared state
@@ -538,7 +553,8 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         warnings=notes,
         budget_mode=config.budget_mode,
         slack=(config.slack or DEFAULT_SLACK) if config.budget_mode == "global" else None,
-        threshold=theta,
+        threshold=theta["value"] if theta else None,
+        threshold_age=theta["age"] if theta else None,
         n_dropped=int(sum(f["dropped"] for f in finals)),
     )
     if trace is not None:

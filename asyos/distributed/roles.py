@@ -144,20 +144,22 @@ class Worker:
         With ``others_top`` (the global budget: the largest ``|w|`` the other workers reported, as
         of the same version as ``u``), the retained features below ``slack`` times the worker's
         threshold (``worker_threshold``: over its own current weights and ``others_top``) are
-        dropped first;
+        dropped first, and a new feature whose weight is below that level is rejected (the next
+        step would drop it);
         the step is then taken at the worker's view ``u + carry`` (the central state plus its own
-        changes not yet pushed), and the push carries both, with the weights the step leaves. A
-        worker done with its passes still returns one last push while it has something to carry."""
+        changes not yet pushed), and the push carries both (the driver adds the weights, see
+        ``write_push_weights``). A worker done with its passes still returns one last push while it
+        has something to carry."""
         self._cursor_before = (self._pass, self._pos)
         if others_top is not None:
-            self.threshold = self._threshold(others_top)
-            self.drop_below(self.slack * self.threshold)
+            self.threshold, smallest = self._threshold(others_top)
+            if smallest < self.slack * self.threshold:
+                self.drop_below(self.slack * self.threshold)
         nxt = self._next_feature()
         if nxt is None:
             if not self._carrying:
                 return None
             self.delta[:] = self.carry                    # the last push: only the drops
-            write_weights(self.buffer, self.n, self.state.weights)
             self.buffer[self.n + PUSH_VERSION] = version
             self._current = None
             push = self._push
@@ -173,27 +175,37 @@ class Worker:
             action = self.state.propose(j, self.shard.column(j), u, self.delta)
         except DivergenceError as exc:
             raise DivergenceError(f"{exc} (pass {nxt[0] + 1}, feature {int(self.shard.columns[j])})") from None
+        if others_top is not None and self.state.refuse_small_entry(self.slack * self.threshold, self.delta):
+            action = REJECT
         if self._carrying:
             self.delta += self.carry
-        if others_top is not None:
-            self.buffer[self.n + PUSH_COUNT] = self.state.write_proposed_abs(weights_section(self.buffer, self.n))
         self.buffer[self.n + PUSH_VERSION] = version
         self.proposals += 1
         push = self._push
         push.version_read, push.feature, push.action = int(version), int(self.shard.columns[j]), action
         return push
 
-    def _threshold(self, others_top) -> float:
-        """``worker_threshold`` on preallocated scratch (it runs before every step)."""
+    def _threshold(self, others_top):
+        """``(worker_threshold, smallest own |w|)`` on preallocated scratch (it runs before every
+        step)."""
         s = others_top.size
         if self._union is None or self._union.size < s + self.state.budget:
             self._union = np.empty(s + self.state.budget)
         m = self.state.size
         union = self._union[:s + m]
         union[:s] = others_top
-        np.abs(self.state.w[:m], out=union[s:])
+        own = np.abs(self.state.w[:m], out=union[s:])
+        smallest = float(own.min()) if m else np.inf
         union.partition(m)
-        return float(union[m])
+        return float(union[m]), smallest
+
+    def write_push_weights(self) -> None:
+        """Global budget, a push sent at once (each-step): the ``|w|`` the proposed step leaves
+        into its weight section (the pipelined driver sends the current ones with its sums)."""
+        if self._current is None:                         # the last push: only the drops
+            write_weights(self.buffer, self.n, self.state.weights)
+        else:
+            self.buffer[self.n + PUSH_COUNT] = self.state.write_proposed_abs(weights_section(self.buffer, self.n))
 
     def commit(self):
         if self._carrying:

@@ -191,6 +191,17 @@ class SubstitutionState:
         self.slots[k] = j
         return action, j, left, k
 
+    def refuse_small_entry(self, level: float, delta: np.ndarray) -> bool:
+        """Turn a pending ``ENTER`` whose new weight is below ``level`` into a ``REJECT`` (its
+        ``x_j w_j`` taken out of ``delta``; the retained weights keep their step). The global
+        budget's admission rule: a feature that the next step would drop does not enter."""
+        action, j, xj, wj, k = self._pending
+        if action != ENTER or abs(wj) >= level:
+            return False
+        daxpy(xj, delta, a=-wj)
+        self._pending = (REJECT, j, xj, wj, k)
+        return True
+
     def write_proposed_abs(self, out: np.ndarray) -> int:
         """``|w|`` as ``commit`` would leave them (slot order, the new feature in its slot) into
         ``out``; returns how many."""

@@ -144,8 +144,8 @@ def test_shared_state_counts_a_write_in_progress_as_unseen():
 
 def test_shared_state_carries_the_global_budget():
     """Under the global budget every worker publishes its |w| in the window and thresholds against
-    the others' rows: another worker holding s large weights makes this one drop all it takes
-    (and its row of u_C returns to 0); an empty one leaves it as OS, its published |w| current."""
+    the others' rows: another worker holding s large weights makes this one refuse every entry
+    (its row of u_C stays 0); an empty one leaves it as OS, its published |w| current."""
     from asyos.data.shard import FeatureShard
     from asyos.distributed.roles import GlobalThreshold
     from asyos.distributed.shared_state import SharedState, shared_steps
@@ -165,7 +165,7 @@ def test_shared_state_carries_the_global_budget():
             shared_steps(state, 0, worker, threshold=GlobalThreshold(8, 2, 8))
             u = state.read(np.empty(d.X.shape[0]))
             if other_weight:
-                assert worker.state.size == 0 and worker.dropped > 0
+                assert worker.state.size == 0 and worker.steps > 0     # every entry refused
                 np.testing.assert_allclose(u, 0.0, atol=1e-9)
             else:
                 assert worker.state.size == 8 and worker.dropped == 0
