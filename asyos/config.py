@@ -67,7 +67,7 @@ class RunConfig:
     staleness_policy: str = "max"
     schedule: str = "round-robin"
     sharding: str = "contiguous"
-    budget_mode: str = "split"
+    budget_mode: Optional[str] = None       # None: global for Asy-OS (resolved_budget_mode)
     cap: Optional[int] = None
     slack: Optional[float] = None
     transport: str = "auto"
@@ -109,6 +109,12 @@ class RunConfig:
                 raise InputError(f"--param takes name=value[,name=value...]; got {item!r}")
             out[name.strip().replace("-", "_")] = _parse_value(text.strip())
         return out
+
+    @property
+    def resolved_budget_mode(self) -> str:
+        """Asy-OS's budget: ``global`` unless ``split`` (KDD'16's ``s/q`` per worker) is asked for
+        (global measured better: ``benchmarks/bench_global_budget*.py``)."""
+        return self.budget_mode or "global"
 
     @property
     def resolved_push_mode(self) -> str:
@@ -172,10 +178,11 @@ class RunConfig:
         _require(self.sharding in SHARDING_SCHEMES,
                  f"unknown --sharding {self.sharding!r}; choose one of: {', '.join(SHARDING_SCHEMES)}")
         _require(self.scale in (None, "maxabs", "none"), f"--scale must be maxabs or none; got {self.scale!r}")
-        _require(self.budget_mode in ("split", "global"),
+        _require(self.budget_mode in (None, "split", "global"),
                  f"--budget-mode must be split or global; got {self.budget_mode!r}")
-        _require(self.cap is None or self.budget_mode == "global", "--cap goes with --budget-mode global")
-        _require(self.slack is None or self.budget_mode == "global", "--slack goes with --budget-mode global")
+        _require(self.cap is None or self.resolved_budget_mode == "global", "--cap goes with --budget-mode global")
+        _require(self.slack is None or self.resolved_budget_mode == "global",
+                 "--slack goes with --budget-mode global")
         _require(self.slack is None or (math.isfinite(self.slack) and 0 < self.slack <= 1),
                  f"--slack must be in (0, 1]; got {self.slack}")
         self.estimator_params

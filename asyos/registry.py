@@ -64,7 +64,7 @@ def _build_asy_os(config, loss, budget):
     workers = config.workers or DEFAULT_SIMULATED_WORKERS
     return AsyncOnlineSubstitution(n_workers=workers, max_staleness=config.max_staleness,
                                    policy=config.staleness_policy, schedule=config.schedule,
-                                   sharding=config.sharding, budget_mode=config.budget_mode, cap=config.cap,
+                                   sharding=config.sharding, budget_mode=config.resolved_budget_mode, cap=config.cap,
                                    slack=config.slack,
                                    **_os_kwargs(config, loss, budget))
 

@@ -84,12 +84,11 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--staleness-policy", help="simulator: max (default), uniform or fresh")
     g.add_argument("--schedule", help="simulator: round-robin (default) or random")
     g.add_argument("--sharding", help="contiguous (default), strided or hashed")
-    g.add_argument("--budget-mode", help="Asy-OS: split (each worker keeps s/q features, KDD'16) or "
-                                         "global (each worker may keep up to --cap; theta is the s-th "
-                                         "largest |w| over all workers, which the central node learns from "
-                                         "the pushes; workers drop features below --slack x theta; the "
-                                         "union is cut to s). Under mpiexec the others' |w| come with the "
-                                         "replies (messages) or from the shared window (shared-memory)")
+    g.add_argument("--budget-mode", help="Asy-OS: global (default) or split (each worker keeps s/q "
+                                         "features, KDD'16). global: each worker may keep up to --cap; "
+                                         "theta is the s-th largest |w| over all workers (the others' come "
+                                         "with the replies, or from the shared window); workers drop "
+                                         "features below --slack x theta; the union is cut to s")
     g.add_argument("--cap", type=int, help="global budget: the most features a worker keeps "
                                            "(default min(s, ceil(3 s / q)))")
     g.add_argument("--slack", type=float, help="global budget: workers drop features below slack x theta, "
@@ -161,7 +160,7 @@ def run_local(config) -> int:
     if simulated and not (spec.sample_stream or config.algorithm in ("os", "asy-os")):
         raise InputError(f"--simulate runs Asy-OS or a sample-stream learner; algorithm {config.algorithm!r} "
                          f"has no simulated form")
-    if config.budget_mode != "split" and not (simulated and not spec.sample_stream):
+    if config.budget_mode == "global" and not (simulated and not spec.sample_stream):
         raise InputError("--budget-mode global applies to Asy-OS: under mpiexec, or in the simulator (--simulate "
                          "or --algorithm asy-os)")
     if config.tune and not spec.sample_stream:
@@ -211,6 +210,8 @@ def run_local(config) -> int:
         extra.update(n_workers=estimator.n_workers, staleness=estimator.staleness_, refused_pushes=0,
                      pushes=pushes, pushes_per_s=pushes / (t2 - t1),
                      max_staleness=tau, staleness_policy=config.staleness_policy, schedule=config.schedule)
+        if not spec.sample_stream:
+            extra["budget_mode"] = estimator.budget_mode
     timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0, "fit_s": t2 - t1}
     record = build_record(config, problem, "simulated" if simulated else "sequential", support,
                           coef[support], metrics, timing, warnings=notes, **extra)

@@ -64,7 +64,7 @@ def test_a_lone_worker_drops_nothing_while_it_holds_at_most_the_budget():
     """With q = 1 the threshold comes from the worker's own current weights only: the global mode
     takes exactly the OS steps (no feature is dropped because its weight moved since it reported)."""
     d = make_regression(n_features=120, n_informative=6, n_samples=80, seed=2)
-    split = AsyncOnlineSubstitution(budget=6, n_workers=1, passes=2).fit(d.X, d.y)
+    split = AsyncOnlineSubstitution(budget=6, n_workers=1, passes=2, budget_mode="split").fit(d.X, d.y)
     glob = AsyncOnlineSubstitution(budget=6, n_workers=1, passes=2, budget_mode="global").fit(d.X, d.y)
     np.testing.assert_array_equal(split.support_, glob.support_)
     assert np.array_equal(split.raw_coef_, glob.raw_coef_) and glob.n_dropped_ == 0
@@ -91,7 +91,7 @@ def test_dropping_keeps_the_contribution_exact():
 
 def test_global_mode_recovers_what_the_split_loses(uneven):
     X, y, true = uneven
-    split = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2).fit(X, y)
+    split = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2, budget_mode="split").fit(X, y)
     glob = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2, budget_mode="global").fit(X, y)
     assert recall(split, true) <= 4 / 16 + 1e-12        # a 16/4 = 4 budget in the shard holding all 16
     assert recall(glob, true) >= 0.5                    # (its cap, 12, bounds it by 12/16)
@@ -117,7 +117,7 @@ def test_selection_never_exceeds_the_budget_and_u_c_is_the_sum_of_the_workers(un
 
 def test_a_cap_of_s_over_q_is_the_split_mode(uneven):
     X, y, _ = uneven
-    split = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2).fit(X, y)
+    split = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2, budget_mode="split").fit(X, y)
     glob = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2, budget_mode="global", cap=4).fit(X, y)
     np.testing.assert_array_equal(split.support_, glob.support_)
     assert np.array_equal(split.raw_coef_, glob.raw_coef_)
@@ -141,30 +141,31 @@ def test_budget_mode_settings_are_checked(uneven):
     with pytest.raises(InputError, match="cap 20 is larger than the budget"):
         AsyncOnlineSubstitution(budget=16, budget_mode="global", cap=20).fit(X, y)
     with pytest.raises(InputError, match="cap applies"):
-        AsyncOnlineSubstitution(budget=16, cap=4).fit(X, y)
+        AsyncOnlineSubstitution(budget=16, cap=4, budget_mode="split").fit(X, y)
     with pytest.raises(InputError, match="slack applies"):
-        AsyncOnlineSubstitution(budget=16, slack=0.5).fit(X, y)
+        AsyncOnlineSubstitution(budget=16, slack=0.5, budget_mode="split").fit(X, y)
     for bad in (0.0, 1.5, float("nan")):
         with pytest.raises(InputError, match="slack must be in"):
             AsyncOnlineSubstitution(budget=16, budget_mode="global", slack=bad).fit(X, y)
 
 
 def test_cli_runs_the_global_budget_in_the_simulator(tmp_path):
+    """The global budget is the default for Asy-OS."""
     import json
 
     from test_cli import run
-    rc, out, err = run("--simulate", "--workers", "4", "--budget-mode", "global", "--n-features", "300",
+    rc, out, err = run("--simulate", "--workers", "4", "--n-features", "300",
                        "--n-informative", "12", "--passes", "2", "--output", str(tmp_path), "--quiet")
     assert rc == 0, err
     record = json.loads((tmp_path / "results.json").read_text())
-    assert record["config"]["budget_mode"] == "global" and len(record["selected"]) <= 12
+    assert record["budget_mode"] == "global" and len(record["selected"]) <= 12
     assert record["threshold"] > 0 and record["n_dropped"] >= 0
     assert record["slack"] == 0.5
     rc, out, err = run("--budget-mode", "global", "--n-features", "300", "--n-informative", "12")
     assert rc == 2 and "applies to Asy-OS" in err
     rc, out, err = run("--simulate", "--budget-mode", "global", "--slack", "0", "--n-features", "300")
     assert rc == 2 and "--slack must be in (0, 1]" in err
-    rc, out, err = run("--simulate", "--slack", "0.5", "--n-features", "300")
+    rc, out, err = run("--simulate", "--budget-mode", "split", "--slack", "0.5", "--n-features", "300")
     assert rc == 2 and "--slack goes with --budget-mode global" in err
 
 

@@ -43,7 +43,7 @@ from ..config import RunConfig
 from ..data.synthetic import SyntheticSource
 from ..distributed.projection import Costs, SimulatedClock, replay, sequential_time
 from ..distributed.roles import Central, GlobalThreshold
-from ..learners.asy_os import BUDGET_MODES, build_workers, worker_budgets
+from ..learners.asy_os import BUDGET_MODES, build_workers, keeps_threshold, worker_budgets
 from ..learners.online_substitution import SubstitutionOptions
 from ..losses import get_loss
 from ..trace import ObjectiveTrace, first_reaching
@@ -333,7 +333,7 @@ def project(task, settings, profile, costs, threshold, budget_mode="split"):
         if q > settings["n_features"] or q > budget:
             continue
         threshold_keeper = GlobalThreshold(budget, q, worker_budgets(budget, q, budget_mode)[0]) \
-            if budget_mode == "global" else None
+            if keeps_threshold(budget_mode, q) else None
         report, trace, hit = traced(q, lambda workers, central, clock: replay(
             workers, central, costs, clock, mode="pipelined", max_batch=max_batch, threshold=threshold_keeper))
         t = hit[0] if hit else None

@@ -43,7 +43,7 @@ from ..data.shard import FeatureShard
 from ..data.sharding import shard_columns
 from ..errors import (EXIT_CENTRAL_LOST, EXIT_OK, EXIT_USAGE, EXIT_WORKER_FAILED, EXIT_WORKER_LOST, ConvergenceWarning,
                       InputError)
-from ..learners.asy_os import check_worker_count, worker_budgets
+from ..learners.asy_os import check_worker_count, keeps_threshold, worker_budgets
 from ..learners.base import columns_dense
 from ..learners.kernels import backend as kernel_backend, warm_up as warm_up_kernels
 from ..learners.online_substitution import SubstitutionOptions, check_objective, local_lipschitz, make_worker
@@ -101,8 +101,8 @@ def run_asy_os(config, comm):
         raise InputError(next(e for e in comm.allgather(error) if e))
     lipschitz = float(everyone[:, 1].max())
     transport = resolve_transport(config, comm)
-    cap = worker_budgets(setup["problem"].budget, n_workers, config.budget_mode, config.cap)[0] \
-        if config.budget_mode == "global" else 0
+    cap = worker_budgets(setup["problem"].budget, n_workers, config.resolved_budget_mode, config.cap)[0] \
+        if keeps_threshold(config.resolved_budget_mode, n_workers) else 0
     shared = SharedState(comm, setup["problem"].n_samples, n_workers, cap) if transport == "shared-memory" else None
     with np.errstate(over="ignore", invalid="ignore"):   # divergence is reported by the kernel
         if rank == 0:
@@ -147,7 +147,7 @@ def _worker_setup(config, rank, n_workers):
     warm_up_kernels(kernel_backend(None, Worker.expected_steps(shard, config.feature_passes)))
     return {
         "data": data, "shard": shard, "problem": problem,
-        "budget": worker_budgets(problem.budget, n_workers, config.budget_mode, config.cap)[rank - 1],
+        "budget": worker_budgets(problem.budget, n_workers, config.resolved_budget_mode, config.cap)[rank - 1],
         "lipschitz": local_lipschitz(shard, problem.budget, problem.loss, config.seed, rank - 1),
     }
 
@@ -167,7 +167,8 @@ def _worker_main(config, comm, setup, lipschitz, backoff, shared=None):
                              worker_id=rank - 1, slack=config.slack)
         timeout = CENTRAL_TIMEOUT_FACTOR * config.watchdog_timeout
         histogram = None
-        others = problem.budget if config.budget_mode == "global" else 0    # the others' top |w| in replies
+        # the others' top |w| in the replies
+        others = problem.budget if keeps_threshold(config.resolved_budget_mode, comm.Get_size() - 1) else 0
         if shared is not None:
             threshold = GlobalThreshold(problem.budget, shared.q, shared.cap) if shared.cap else None
             compute_s, histogram = shared_steps(shared, rank - 1, worker, config.max_staleness, threshold=threshold)
@@ -365,8 +366,8 @@ def _serve_pushes(config, comm, central, backoff, budget):
     from mpi4py import MPI
 
     n, q = central.n, comm.Get_size() - 1
-    budgets = worker_budgets(budget, q, config.budget_mode, config.cap)
-    threshold = GlobalThreshold(budget, q, budgets[0]) if config.budget_mode == "global" else None
+    budgets = worker_budgets(budget, q, config.resolved_budget_mode, config.cap)
+    threshold = GlobalThreshold(budget, q, budgets[0]) if keeps_threshold(config.resolved_budget_mode, q) else None
     push_bufs = [push_buffer(n, budgets[i]) for i in range(q)]
     reply_bufs = [reply_buffer(n, threshold.budget if threshold is not None else 0) for _ in range(q)]
     reported_at = [0] * q               # global budget: the version at which each worker's |w| arrived
@@ -511,7 +512,8 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
     weights = np.concatenate([f["weights"] for f in finals])
     columns = np.concatenate([f["columns"] for f in finals]) if selected.size else np.zeros((0, y.size))
     order = np.argsort(selected, kind="stable")
-    if config.budget_mode == "global" and order.size > problem.budget:     # the union cut to the top s
+    candidates = {"features": selected[order].tolist(), "weights": weights[order].tolist()}   # before the cut
+    if config.resolved_budget_mode == "global" and order.size > problem.budget:     # the union cut to the top s
         order = order[keep_top_k(np.abs(weights[order]), problem.budget)]
     selected, weights, columns = selected[order], weights[order], columns[order]
     has_test = y_test is not None and all(f["test_columns"] is not None for f in finals)
@@ -551,11 +553,12 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         central=_central_load(central, async_s, busy_s),
         raw_coef=weights.tolist(),
         warnings=notes,
-        budget_mode=config.budget_mode,
-        slack=(config.slack or DEFAULT_SLACK) if config.budget_mode == "global" else None,
+        budget_mode=config.resolved_budget_mode,
+        slack=(config.slack or DEFAULT_SLACK) if config.resolved_budget_mode == "global" else None,
         threshold=theta["value"] if theta else None,
         threshold_age=theta["age"] if theta else None,
         n_dropped=int(sum(f["dropped"] for f in finals)),
+        candidates=candidates,
     )
     if trace is not None:
         extra["trace"] = trace.as_dict()

@@ -1,8 +1,9 @@
 """Asy-OS in one process: the staleness simulator behind the estimator face.
 
 ``AsyncOnlineSubstitution`` splits the features into ``n_workers`` disjoint shards, gives each
-worker the budget ``s/q`` (split as evenly as possible), and runs KDD'16 Alg. 2-3 in the
-simulator with bounded staleness. The MPI engine (``asyos.distributed.driver``) runs the very same
+worker its budget (``global``, the default: up to a cap, under a threshold shared through the
+central node; ``split``: ``s/q`` as KDD'16, split as evenly as possible), and runs KDD'16 Alg. 2-3
+in the simulator with bounded staleness. The MPI engine (``asyos.distributed.driver``) runs the very same
 ``Worker`` and ``Central`` objects across processes.
 """
 from __future__ import annotations
@@ -38,6 +39,12 @@ BUDGET_MODES = ("split", "global")
 def default_cap(budget: int, n_workers: int) -> int:
     """The global budget's per-worker cap: ``min(s, ceil(3 s / q))``."""
     return min(budget, -(-3 * budget // n_workers))
+
+
+def keeps_threshold(budget_mode, n_workers) -> bool:
+    """Whether the global budget's threshold is kept: with one worker (cap = s) it is the split
+    budget, and the bookkeeping would only cost time."""
+    return budget_mode == "global" and n_workers > 1
 
 
 def worker_budgets(budget, n_workers, budget_mode="split", cap=None) -> list:
@@ -93,8 +100,9 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         Which snapshot a worker reads within the bound (see ``asyos.distributed.simulator``).
     schedule : {"round-robin", "random"}
     sharding : {"contiguous", "strided", "hashed"}
-    budget_mode : {"split", "global"}
-        ``split``: each worker keeps ``s/q`` features (KDD'16). ``global``: each worker may keep up
+    budget_mode : {"global", "split"}
+        ``split``: each worker keeps ``s/q`` features (KDD'16). ``global`` (default; the recall of
+        ``split`` falls as ``q`` grows, see ``benchmarks/bench_global_budget*.py``): each worker may keep up
         to ``cap`` (default ``min(s, ceil(3 s/q))``); the central node records every worker's
         retained ``|w|`` from its pushes and sends with every pull the top ``s`` of the other
         workers'; a worker drops its features below ``slack * theta``, ``theta`` being the s-th
@@ -114,7 +122,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     def __init__(self, budget=10, n_workers=4, max_staleness=None, policy="max", schedule="round-robin",
                  sharding="contiguous", loss="squared", passes=2, step_size=None, step_divisor=1.0,
                  decrease_check=True, decrease_constant=1.0, refit=True, random_state=0, trace_every=0,
-                 budget_mode="split", cap=None, slack=None):
+                 budget_mode="global", cap=None, slack=None):
         super().__init__(budget=budget, loss=loss, passes=passes, step_size=step_size,
                          step_divisor=step_divisor, decrease_check=decrease_check,
                          decrease_constant=decrease_constant, refit=refit, random_state=random_state,
@@ -143,8 +151,8 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         workers, lipschitz = build_workers(X, y, loss, self.budget, self.n_workers, options,
                                            self.random_state, self.sharding, budgets, self.slack)
         central, trace = self._central(X.shape[0], loss, y)
-        threshold = (GlobalThreshold(self.budget, self.n_workers, budgets[0]) if self.budget_mode == "global"
-                     else None)
+        threshold = (GlobalThreshold(self.budget, self.n_workers, budgets[0])
+                     if keeps_threshold(self.budget_mode, self.n_workers) else None)
         report = simulate(workers, central, tau, self.policy, self.schedule, seed=self.random_state,
                           threshold=threshold)
         self._finish_trace(trace, central)

@@ -19,7 +19,7 @@ original_propose = roles.Worker.propose
 calls = 0
 
 
-def failing_propose(self, u, version=0):
+def failing_propose(self, u, version=0, *others_top):
     global calls
     calls += 1
     if my_rank == target and calls > after:
@@ -35,7 +35,7 @@ def failing_propose(self, u, version=0):
             while True:
                 time.sleep(0.5)
         raise ValueError(f"unknown mode {mode}")
-    return original_propose(self, u, version)
+    return original_propose(self, u, version, *others_top)
 
 
 roles.Worker.propose = failing_propose
