@@ -22,7 +22,9 @@ classification s = 32) it
    the discrete-event replay (``asyos.distributed.projection``), from costs calibrated here: the step time against the
    retained size (timed in this process), message latency and bandwidth (``pingpong`` under
    ``mpiexec -n 2``), and from a separate one-worker MPI run with another seed the central rank's
-   service time and the worker loop's own cost per step; and validates the projection against the
+   service time and the worker loop's own cost per step (for the global budget, plus its own
+   bookkeeping per push and per step, timed in this process: ``global_budget_costs``); and
+   validates the projection against the
    q that runs un-oversubscribed here (q = 1 on 2 cores, messages): the prediction must be within
    25% of the measured median;
 5. writes ``speedup.json`` and ``speedup.png`` (speedup vs q, measured and projected, with the ideal
@@ -36,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -285,22 +288,53 @@ def step_times(data, loss, budget, timed_steps=400):
     levels = sorted({b for b in (1, 2, 4, 8, 16, 32, 64, 128, budget) if b <= budget})
     medians = []
     for b in levels:
-        cols = min(data.X.shape[1], b + timed_steps + 50)
-        workers, _ = build_workers(data.X[:, :cols], data.y, loss, b, 1, SubstitutionOptions(passes=3), seed=1)
-        worker, central = workers[0], Central(data.n_samples)
-        times = []
-        while len(times) < timed_steps:
-            full = worker.state.size == b
-            t0 = time.perf_counter()
-            push = worker.propose(central.u, central.version)
-            if push is None:
-                break
-            central.apply(push.delta, push.version_read)
-            worker.commit()
-            if full:
-                times.append(time.perf_counter() - t0)
+        times = timed_full_steps(data, loss, b, timed_steps)
         medians.append(float(np.median(times[len(times) // 4:])))     # the first quarter warms up
     return np.asarray(levels, dtype=float), np.asarray(medians)
+
+
+def timed_full_steps(data, loss, budget, count, others_top=None):
+    """Times of up to ``count`` steps (propose, commit, the loopback's apply) of one worker with
+    ``budget`` retained features, each timed once the retained set is full; ``others_top``: the
+    global budget's argument."""
+    cols = min(data.X.shape[1], budget + count + 50)
+    workers, _ = build_workers(data.X[:, :cols], data.y, loss, budget, 1, SubstitutionOptions(passes=3), seed=1)
+    worker, central = workers[0], Central(data.n_samples)
+    extra = () if others_top is None else (others_top,)
+    times = []
+    while len(times) < count:
+        full = worker.state.size == budget
+        t0 = time.perf_counter()
+        push = worker.propose(central.u, central.version, *extra)
+        if push is None:
+            break
+        central.apply(push.delta, push.version_read)
+        worker.commit()
+        if full:
+            times.append(time.perf_counter() - t0)
+    return times
+
+
+def global_budget_costs(costs, data, loss, budget, q, cap, timed=2000) -> Costs:
+    """``costs`` plus what the global budget adds, timed here: per push at the central rank,
+    recording the worker's ``|w|`` and taking the others' top ``s`` (``GlobalThreshold``); per
+    worker step, the worker's threshold and drop check (a worker at its cap proposing with and
+    without the others' weights, on the same features: zeros leave its path unchanged)."""
+    rng = np.random.default_rng(0)
+    keeper = GlobalThreshold(budget, q, cap)
+    for k in range(q):
+        keeper.update(k, rng.standard_normal(cap))
+    weights, others = rng.standard_normal(cap), np.empty(budget)
+    t0 = time.perf_counter()
+    for i in range(timed):
+        keeper.update(i % q, weights)
+        keeper.others_top(i % q, out=others)
+    central_extra = (time.perf_counter() - t0) / timed
+    plain, thresholded = (float(np.median(timed_full_steps(data, loss, cap, timed // 4, others)))
+                          for others in (None, np.zeros(budget)))
+    step_extra = max(0.0, thresholded - plain)
+    return replace(costs, step_base_s=costs.step_base_s + step_extra,
+                   central_service_s=costs.central_service_s + central_extra)
 
 
 # ------------------------------------------------------------------------------ projection
@@ -332,16 +366,20 @@ def project(task, settings, profile, costs, threshold, budget_mode="split"):
     for q in profile["projected"]:
         if q > settings["n_features"] or q > budget:
             continue
-        threshold_keeper = GlobalThreshold(budget, q, worker_budgets(budget, q, budget_mode)[0]) \
-            if keeps_threshold(budget_mode, q) else None
+        threshold_keeper, costs_q = None, costs
+        if keeps_threshold(budget_mode, q):
+            cap = worker_budgets(budget, q, budget_mode)[0]
+            threshold_keeper = GlobalThreshold(budget, q, cap)
+            costs_q = global_budget_costs(costs, data, loss, budget, q, cap)
         report, trace, hit = traced(q, lambda workers, central, clock: replay(
-            workers, central, costs, clock, mode="pipelined", max_batch=max_batch, threshold=threshold_keeper))
+            workers, central, costs_q, clock, mode="pipelined", max_batch=max_batch, threshold=threshold_keeper))
         t = hit[0] if hit else None
         out[q] = {"time_to_threshold_s": t, "steps_to_threshold": hit[1] if hit else None, "run_s": report.time_s,
                   "speedup_vs_sequential": seq_time / t if t and seq_time else None,
                   "central_utilization": report.central_utilization,
                   "steps_per_push": report.steps / report.pushes if report.pushes else None,
-                  "staleness_mean": report.staleness["mean"], "final_train_error": trace["train_error"][-1]}
+                  "staleness_mean": report.staleness["mean"], "final_train_error": trace["train_error"][-1],
+                  "central_service_us": 1e6 * costs_q.central_service_s, "step_base_us": 1e6 * costs_q.step_base_s}
     return out
 
 
@@ -362,13 +400,15 @@ def print_projection(task, label, projected, validation, costs):
     for q, entry in sorted(projected.items()):
         rows.append(["sequential OS" if q == 0 else f"q={q}", _f(entry["time_to_threshold_s"], 4),
                      _f(entry.get("speedup_vs_sequential"), 2), _f(entry.get("steps_per_push"), 1),
-                     _f(entry.get("central_utilization"), 2), _f(entry.get("staleness_mean"), 1),
+                     _f(entry.get("central_utilization"), 2), _f(entry.get("central_service_us"), 1),
+                     _f(entry.get("step_base_us"), 1), _f(entry.get("staleness_mean"), 1),
                      _f(entry.get("final_train_error"), 3)])
     print_table(f"Projected on dedicated cores, {task}, {label} (discrete-event replay; step "
                 f"{costs.step_base_s * 1e6:.1f} us"
                 f" + {costs.step_per_retained_s * 1e6:.3f} us/retained feature, central "
                 f"{costs.central_service_s * 1e6:.1f} us/push, latency {costs.latency_s * 1e6:.1f} us)",
-                ["run", "time to threshold s", "speedup", "steps/push", "central util", "staleness", "final error"],
+                ["run", "time to threshold s", "speedup", "steps/push", "central util", "central us/push",
+                 "step us", "staleness", "final error"],
                 rows)
     for name, check in validation["checks"].items():
         print(f"validation {name}: measured {check['measured_s']:.4f} s, projected {check['projected_s']:.4f} s, "
