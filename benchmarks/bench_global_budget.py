@@ -122,6 +122,7 @@ def record(run, d, task, seed, s, kind, mode, q, tau, model):
         "seconds": model.fit_time_,
         "n_dropped": getattr(model, "n_dropped_", None),
         "threshold": None if threshold is None else float(threshold),
+        "threshold_age": getattr(model, "threshold_age_", None),
         "n_pushes": getattr(model, "n_pushes_", None), "n_steps": getattr(model, "n_steps_", None),
         "staleness_mean": stale["mean"], "staleness_max": stale["max"], "staleness_p95": stale["p95"],
         "staleness_histogram": list(stale["histogram"]),

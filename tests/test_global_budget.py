@@ -40,6 +40,16 @@ def test_threshold_is_the_budget_th_largest_retained_weight():
         t.update(0, [1.0, 2.0, 3.0, 4.0])
 
 
+def test_the_age_of_the_other_workers_reports_is_tracked():
+    """At each update: the version minus the mean version of the other workers' rows (and the
+    oldest of them for the max)."""
+    t = GlobalThreshold(budget=2, n_workers=3, cap=2)
+    for worker, version in ((0, 1), (1, 2), (2, 3)):
+        t.update(worker, [1.0], version)
+    # others' ages: (1 - 0), (2 - (1 + 0) / 2), (3 - (1 + 2) / 2); oldest row 0, 0, 1
+    assert t.age == {"mean": pytest.approx((1 + 1.5 + 1.5) / 3), "max": 2}
+
+
 def test_a_worker_thresholds_its_current_weights_against_the_others_top():
     """``worker_threshold(own, others_top)`` is the s-th largest |w| of the union of the worker's
     current weights and everything the others reported: checked against sorting the union."""

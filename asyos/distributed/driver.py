@@ -370,8 +370,6 @@ def _serve_pushes(config, comm, central, backoff, budget):
     threshold = GlobalThreshold(budget, q, budgets[0]) if keeps_threshold(config.resolved_budget_mode, q) else None
     push_bufs = [push_buffer(n, budgets[i]) for i in range(q)]
     reply_bufs = [reply_buffer(n, threshold.budget if threshold is not None else 0) for _ in range(q)]
-    reported_at = [0] * q               # global budget: the version at which each worker's |w| arrived
-    reported_sum, age_sum, age_max = 0, 0.0, 0
     receives = [comm.Recv_init(push_bufs[i], source=i + 1, tag=TAG_PUSH) for i in range(q)]
     MPI.Prequest.Startall(receives)
     replies = [None] * q
@@ -390,13 +388,7 @@ def _serve_pushes(config, comm, central, backoff, budget):
                 accepted = central.apply(buf[:n], int(buf[n + PUSH_VERSION]), int(buf[n + PUSH_STEPS]),
                                          int(buf[n + PUSH_OWN_UNSEEN]))
                 if threshold is not None and accepted:
-                    threshold.update(i, read_weights(buf, n))
-                    version = central.version
-                    reported_sum += version - reported_at[i]
-                    reported_at[i] = version
-                    if q > 1:                   # the age of the others' |w| this reply carries
-                        age_sum += version - (reported_sum - version) / (q - 1)
-                        age_max = max(age_max, version - min(reported_at))
+                    threshold.update(i, read_weights(buf, n), central.version)
                 if replies[i] is not None:
                     replies[i].Wait()           # the worker got it before pushing again
                 out = reply_bufs[i]
@@ -424,8 +416,7 @@ def _serve_pushes(config, comm, central, backoff, budget):
     MPI.Request.Waitall([r for r in replies if r is not None])
     if threshold is None:
         return finals, busy_s, None
-    updates = max(1, threshold.updates)
-    return finals, busy_s, {"value": threshold.value, "age": {"mean": age_sum / updates, "max": age_max}}
+    return finals, busy_s, {"value": threshold.value, "age": threshold.age}
 
 
 SHARED_POLL_S = 1e-3              # the central rank's sleep between looks at the shared state

@@ -133,7 +133,7 @@ def replay(workers, central, costs: Costs, clock: SimulatedClock, mode: str = "p
             central.apply(delta, version, steps, own_unseen)
             others = None
             if threshold is not None:
-                threshold.update(w_push, weights)
+                threshold.update(w_push, weights, central.version)
                 others = threshold.others_top(w_push)
             schedule(t + costs.transfer(n), "reply", w_push, (central.u.copy(), central.version, others))
             if queue:

@@ -259,15 +259,17 @@ def check_slack(slack) -> float:
 
 
 class GlobalThreshold:
-    """The global budget's bookkeeping on the central node.
+    """The global budget's bookkeeping: on the central node (messages, simulator, replay), or over
+    the shared window, one per worker (shared memory).
 
     It keeps the ``|w|`` each worker last reported (a pool of ``q`` slots of ``cap`` values). A
     worker is sent the ``budget`` largest values reported by the *other* workers
     (``others_top``) and computes its threshold itself, from those and its own current weights
     (``worker_threshold``): the ``budget``-th largest of the two. Its own weights are thus never
     stale in its threshold; only the others' are, exactly as stale as the ``u_C`` they come with.
-    ``value`` is the threshold over everything reported (for the record). Each update and each
-    ``others_top`` costs ``O(q cap)``.
+    ``value`` is the threshold over everything reported (for the record); ``age`` how many versions
+    of ``u_C`` old the other workers' reports were when each worker reported (mean over updates,
+    max), when ``update`` is given versions. Each update and each ``others_top`` costs ``O(q cap)``.
 
     A worker drops only below ``slack * theta`` (``Worker``; default 0.5). Dropping exactly at
     ``theta`` makes a loop with delayed feedback: each worker sees the others' weights one or two
@@ -284,14 +286,27 @@ class GlobalThreshold:
         self.pool = np.zeros((self.n_workers, self.cap))   # row k: worker k's |w|, 0-padded
         self._scratch = np.empty_like(self.pool)
         self.updates = 0
+        self.reported_at = [0] * self.n_workers            # the version of each row
+        self._reported_sum, self._age_sum, self._age_max = 0, 0.0, 0
 
-    def update(self, worker: int, weights) -> None:
-        """Worker ``worker`` now retains ``weights`` (signed or not; at most ``cap`` of them)."""
+    def update(self, worker: int, weights, version: Optional[int] = None) -> None:
+        """Worker ``worker`` now retains ``weights`` (signed or not; at most ``cap`` of them), as of
+        ``version`` of ``u_C``."""
         k = len(weights)
         if k > self.cap:
             raise ValueError(f"worker {worker} reported {k} weights, more than the cap {self.cap}")
         write_abs(self.pool[worker], weights)
         self.updates += 1
+        if version is not None and self.n_workers > 1:
+            self._reported_sum += version - self.reported_at[worker]
+            self.reported_at[worker] = version
+            self._age_sum += version - (self._reported_sum - version) / (self.n_workers - 1)
+            self._age_max = max(self._age_max, version - min(self.reported_at))
+
+    @property
+    def age(self) -> dict:
+        """Age of the other workers' reports at each update: ``mean`` and ``max``, in versions."""
+        return {"mean": self._age_sum / max(1, self.updates), "max": int(self._age_max)}
 
     def others_top(self, worker: int, out: Optional[np.ndarray] = None, pool: Optional[np.ndarray] = None):
         """The ``budget`` largest ``|w|`` the other workers reported (in no order, 0-padded), from

@@ -148,7 +148,7 @@ def _run(workers, central, tau, policy, schedule, rng, history, floors, active, 
         floors[i] = central.version
         history.record(central.version, central.u)
         if threshold is not None:
-            threshold.update(i, workers[i].state.weights)
+            threshold.update(i, workers[i].state.weights, central.version)
             pools[central.version % (tau + 1)] = threshold.pool
         steps += 1
     return steps

@@ -116,7 +116,8 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         Alg. 3 omits it; on by default (as in OS), evaluated at the worker's snapshot.
 
     Extra attributes: ``staleness_`` (mean, max, p95, histogram), ``n_pushes_``; global budget:
-    ``threshold_`` (the final ``theta`` over all reported weights), ``slack_``, ``n_dropped_`` (features dropped below it).
+    ``threshold_`` (the final ``theta`` over all reported weights), ``slack_``, ``threshold_age_``
+    (how many versions old the other workers' weights were when each worker reported), ``n_dropped_`` (features dropped below it).
     """
 
     def __init__(self, budget=10, n_workers=4, max_staleness=None, policy="max", schedule="round-robin",
@@ -162,6 +163,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         self.threshold_ = threshold.value if threshold is not None else None
         self.n_dropped_ = sum(w.dropped for w in workers)
         self.slack_ = workers[0].slack if threshold is not None else None
+        self.threshold_age_ = threshold.age if threshold is not None else None
         self._set_selection(X, y, loss, support, weights)
         self.lipschitz_ = lipschitz
         self.step_size_ = workers[0].state.step_size
