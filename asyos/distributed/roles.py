@@ -274,9 +274,10 @@ class GlobalThreshold:
     A worker drops only below ``slack * theta`` (``Worker``; default 0.5). Dropping exactly at
     ``theta`` makes a loop with delayed feedback: each worker sees the others' weights one or two
     round trips late, so all drop at once, the union falls below ``s``, all refill to their caps,
-    and so on (replayed pipelined at q = 12: the union swung between 50 and 192 features and
-    recall fell from 0.85 to 0.64). The slack is a hysteresis band that damps it; the union stays
-    below ``q cap`` and is cut to ``s`` at the end.
+    and so on (the pipelined protocol replayed at q = 12, ``benchmarks/bench_global_budget.py``:
+    the union swung between 44 and 192 features and recall was 0.48, against 66-87 features and
+    0.87 with slack 0.5). The slack is a hysteresis band that damps it; the union stays below
+    ``q cap`` and is cut to ``s`` at the end.
     """
 
     def __init__(self, budget: int, n_workers: int, cap: int):
