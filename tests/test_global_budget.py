@@ -187,6 +187,9 @@ def test_the_slack_keeps_more_than_theta_and_one_gives_the_exact_threshold(uneve
                                            slack=slack).fit(X, y) for slack in (1.0, 0.5, 0.1)}
     assert fits[1.0].n_dropped_ > fits[0.1].n_dropped_
     assert all(f.support_.size <= 16 for f in fits.values())
+    for f in fits.values():        # the selection's own loss: the refit starts from it
+        u = X[:, f.support_] @ f.raw_coef_[f.support_]
+        assert f.objective_selection_ == pytest.approx(get_loss("squared").value(y, u), rel=1e-9)
 
 
 def test_a_new_feature_below_the_drop_level_does_not_enter():

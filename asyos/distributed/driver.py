@@ -512,7 +512,10 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
                     else None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        objective_selection = check_objective(loss, y, central.u, finals[0]["step_size"], lipschitz)
+        objective_candidates = check_objective(loss, y, central.u, finals[0]["step_size"], lipschitz)
+    # after the cut to s, the selection's own loss (the refit starts from it and cannot do worse)
+    objective_selection = (objective_candidates if selected.size == len(candidates["features"])
+                           else loss.value(y, weights @ columns))
     notes = report_warnings(caught)
     coef_sel = refit_model(columns.T, y, loss, w0=weights) if config.refit and selected.size else weights
     coef = np.zeros(problem.n_features)
@@ -521,6 +524,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
     u_test = coef_sel @ test_columns if test_columns is not None else (np.zeros(y_test.size) if has_test else None)
     metrics = evaluate(loss, coef, u_train, y, u_test, y_test if has_test else None, setup["true_coef"], selected)
     metrics["objective_selection"] = objective_selection
+    metrics["objective_candidates"] = objective_candidates
     wall_s = time.perf_counter() - t_start
     staleness = central.staleness_summary()
     workers = [{"rank": f["worker"] + 1, "n_features": f["n_features"], "budget": f["budget"], "steps": f["steps"],

@@ -21,7 +21,7 @@ def test_asy_os_writes_the_parallel_fields(tmp_path, transport):
     record = json.loads((tmp_path / "results.json").read_text())
     assert record["mode"] == "mpi" and record["n_workers"] == 2
     assert record["transport"] == ("shared-memory" if transport == "auto" else "messages")  # one node here
-    assert len(record["selected"]) == 12 and 0 <= record["metrics"]["recall"] <= 1
+    assert 0 < len(record["selected"]) <= 12 and 0 <= record["metrics"]["recall"] <= 1
     # the refit minimises the loss on the selected columns, so it cannot do worse than the OS weights
     assert record["metrics"]["objective"] <= record["metrics"]["objective_selection"] * (1 + 1e-12)
     for key in ("mean", "max", "p95", "histogram"):

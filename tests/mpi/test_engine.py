@@ -82,7 +82,7 @@ def test_central_state_equals_the_workers_final_model(transport):
         assert set(record["selected"]) <= set(candidates["features"])
         u = d.X[:, candidates["features"]] @ np.array(candidates["weights"])
         expected = get_loss("squared").value(d.y, u)
-        assert record["metrics"]["objective_selection"] == pytest.approx(expected, rel=1e-9)
+        assert record["metrics"]["objective_candidates"] == pytest.approx(expected, rel=1e-9)
         assert record["n_workers"] == world().Get_size() - 1
         assert sum(w["steps"] for w in record["workers"]) == record["steps"] >= record["pushes"]
         assert sum(record["staleness"]["histogram"]) == record["pushes"]
