@@ -60,6 +60,14 @@ def format_summary(record: dict) -> str:
         if record.get("pushes_per_s") is not None:
             par += f"; {record['pushes_per_s']:.0f} {'simulated ' if record['mode'] == 'simulated' else ''}pushes/s"
         lines.append(par)
+        if record.get("budget_mode") == "split":
+            lines.append("  budget split: s/q per worker")
+        elif record.get("budget_mode") == "global":
+            budget = f"  budget global: {record.get('n_candidates')} candidates cut to {len(record['selected'])}"
+            if record.get("threshold") is not None:
+                budget += f"; theta {record['threshold']:.4g} (slack {record['slack']:g}), " \
+                          f"{record.get('n_dropped', 0)} features dropped"
+            lines.append(budget)
     shown = record["selected"][:12]
     more = len(record["selected"]) - len(shown)
     lines.append(f"  features: {', '.join(map(str, shown))}{f' ... (+{more})' if more > 0 else ''}")

@@ -201,7 +201,7 @@ def run_local(config) -> int:
     if getattr(estimator, "trace_", None):
         extra["trace"] = estimator.trace_
     for name in ("step_size_", "lipschitz_", "n_steps_", "n_iter_", "n_samples_seen_", "n_updates_", "lam_",
-                 "online_accuracy_", "threshold_", "n_dropped_", "slack_", "threshold_age_"):
+                 "online_accuracy_", "threshold_", "n_dropped_", "slack_", "threshold_age_", "n_candidates_"):
         if hasattr(estimator, name):
             extra[name.rstrip("_")] = getattr(estimator, name)
     if simulated:

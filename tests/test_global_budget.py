@@ -171,6 +171,11 @@ def test_cli_runs_the_global_budget_in_the_simulator(tmp_path):
     assert record["budget_mode"] == "global" and len(record["selected"]) <= 12
     assert record["threshold"] > 0 and record["n_dropped"] >= 0
     assert record["slack"] == 0.5
+    assert record["n_candidates"] >= len(record["selected"])
+    rc, out, err = run("--simulate", "--workers", "4", "--n-features", "300", "--n-informative", "12")
+    assert rc == 0 and "budget global:" in out and "candidates cut to" in out and "slack 0.5" in out
+    rc, out, err = run("--simulate", "--workers", "4", "--n-features", "300", "--budget-mode", "split")
+    assert rc == 0 and "budget split: s/q per worker" in out
     rc, out, err = run("--budget-mode", "global", "--n-features", "300", "--n-informative", "12")
     assert rc == 2 and "applies to Asy-OS" in err
     rc, out, err = run("--simulate", "--budget-mode", "global", "--slack", "0", "--n-features", "300")

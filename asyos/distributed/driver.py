@@ -554,6 +554,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         threshold_age=theta["age"] if theta else None,
         n_dropped=int(sum(f["dropped"] for f in finals)),
         candidates=candidates,
+        n_candidates=len(candidates["features"]),
     )
     if trace is not None:
         extra["trace"] = trace.as_dict()

@@ -118,6 +118,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     Extra attributes: ``staleness_`` (mean, max, p95, histogram), ``n_pushes_``; global budget:
     ``threshold_`` (the final ``theta`` over all reported weights), ``slack_``, ``threshold_age_``
     (how many versions old the other workers' weights were when each worker reported),
+    ``n_candidates_`` (every worker's features at the end, before the cut to ``s``),
     ``objective_candidates_`` (the loss at the final ``u_C``, every worker's features; with the cut
     to ``s``, ``objective_selection_`` is the loss of the kept features with their weights), ``n_dropped_`` (features dropped below it).
     """
@@ -162,8 +163,8 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         with quiet_float_errors():
             self.objective_candidates_ = check_objective(loss, y, central.u, workers[0].state.step_size, lipschitz)
         support, weights = gather_selection(workers, self.budget if threshold is not None else None)
-        n_candidates = sum(w.state.size for w in workers)
-        self.objective_selection_ = (self.objective_candidates_ if support.size == n_candidates
+        self.n_candidates_ = sum(w.state.size for w in workers)
+        self.objective_selection_ = (self.objective_candidates_ if support.size == self.n_candidates_
                                      else loss.value(y, np.asarray(X[:, support] @ weights).ravel()))   # the cut
         self.threshold_ = threshold.value if threshold is not None else None
         self.n_dropped_ = sum(w.dropped for w in workers)
