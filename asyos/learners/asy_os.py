@@ -3,8 +3,8 @@
 ``AsyncOnlineSubstitution`` splits the features into ``n_workers`` disjoint shards, gives each
 worker its budget (``global``, the default: up to a cap, under a threshold shared through the
 central node; ``split``: ``s/q`` as KDD'16, split as evenly as possible), and runs KDD'16 Alg. 2-3
-in the simulator with bounded staleness. The MPI engine (``asyos.distributed.driver``) runs the very same
-``Worker`` and ``Central`` objects across processes.
+in the simulator with bounded staleness. The MPI engine (``asyos.distributed.driver``) runs the
+very same ``Worker`` and ``Central`` objects across processes.
 """
 from __future__ import annotations
 
