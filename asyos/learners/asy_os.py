@@ -116,11 +116,12 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         Alg. 3 omits it; on by default (as in OS), evaluated at the worker's snapshot.
 
     Extra attributes: ``staleness_`` (mean, max, p95, histogram), ``n_pushes_``; global budget:
-    ``threshold_`` (the final ``theta`` over all reported weights), ``slack_``, ``threshold_age_``
-    (how many versions old the other workers' weights were when each worker reported),
-    ``n_candidates_`` (every worker's features at the end, before the cut to ``s``),
-    ``objective_candidates_`` (the loss at the final ``u_C``, every worker's features; with the cut
-    to ``s``, ``objective_selection_`` is the loss of the kept features with their weights), ``n_dropped_`` (features dropped below it).
+    ``threshold_`` (the final ``theta`` over all reported weights), ``slack_``, ``n_dropped_``
+    (features dropped below ``slack * theta``), ``threshold_age_`` (how many versions old the other
+    workers' weights were when each worker reported), ``n_candidates_`` (every worker's features at
+    the end, before the cut to ``s``), ``objective_candidates_`` (the loss at the final ``u_C``,
+    every worker's features; after the cut, ``objective_selection_`` is the loss of the kept
+    features with their weights).
     """
 
     def __init__(self, budget=10, n_workers=4, max_staleness=None, policy="max", schedule="round-robin",
