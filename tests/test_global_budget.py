@@ -143,6 +143,14 @@ def test_global_mode_is_deterministic(uneven):
     assert runs[0].selection_log_ == runs[1].selection_log_
 
 
+def test_a_budget_below_the_worker_count_is_fine_when_global():
+    """Split needs s >= q (s/q each); the global budget does not: 8 workers share a budget of 3
+    and find the 3 true features."""
+    d = make_regression(n_features=200, n_informative=3, n_samples=100, seed=0)
+    model = AsyncOnlineSubstitution(budget=3, n_workers=8, passes=2).fit(d.X, d.y)
+    np.testing.assert_array_equal(model.support_, np.flatnonzero(d.true_coef))
+
+
 def test_budget_mode_settings_are_checked(uneven):
     X, y, _ = uneven
     assert default_cap(64, 12) == 16 and default_cap(64, 2) == 64

@@ -132,6 +132,6 @@ def test_simulator_rejects_bad_settings(problem):
     with pytest.raises(InputError, match="unknown staleness policy"):
         AsyncOnlineSubstitution(budget=16, n_workers=2, policy="oldest").fit(d.X, d.y)
     with pytest.raises(InputError, match="budget 3 is smaller than the number of workers"):
-        AsyncOnlineSubstitution(budget=3, n_workers=4).fit(d.X, d.y)
+        AsyncOnlineSubstitution(budget=3, n_workers=4, budget_mode="split").fit(d.X, d.y)
     with pytest.raises(InputError, match="401 workers but only 400 features"):
         AsyncOnlineSubstitution(budget=16, n_workers=401).fit(d.X, d.y)

@@ -131,7 +131,7 @@ def _central_setup(config, n_workers):
     source = open_data_source(config)
     y = source.labels("train")
     problem = resolve_problem(config, source, y)
-    check_worker_count(n_workers, problem.n_features, problem.budget)
+    check_worker_count(n_workers, problem.n_features, problem.budget, config.resolved_budget_mode)
     y_test = source.labels("test")
     return {"source": source, "problem": problem, "y": y, "y_test": y_test, "true_coef": source.true_coef()}
 
@@ -141,7 +141,7 @@ def _worker_setup(config, rank, n_workers):
     columns = shard_columns(source.n_features, n_workers, rank - 1, config.sharding)
     data = source.load(columns)
     problem = resolve_problem(config, source, data.y)
-    check_worker_count(n_workers, problem.n_features, problem.budget)
+    check_worker_count(n_workers, problem.n_features, problem.budget, config.resolved_budget_mode)
     shard = FeatureShard(data.X, columns)
     # compile or load the step before the timed phase (if this worker's run is long enough to use it)
     warm_up_kernels(kernel_backend(None, Worker.expected_steps(shard, config.feature_passes)))

@@ -23,14 +23,15 @@ from .online_substitution import (OnlineSubstitution, check_objective, local_lip
                                   quiet_float_errors)
 
 
-def check_worker_count(n_workers, n_features, budget):
+def check_worker_count(n_workers, n_features, budget, budget_mode="split"):
     check_positive_int(n_workers, "n_workers")
     if n_workers > n_features:
         raise InputError(f"{n_workers} workers but only {n_features} features: every worker needs "
                          f"at least one feature")
-    if budget < n_workers:
-        raise InputError(f"budget {budget} is smaller than the number of workers ({n_workers}): each "
-                         f"worker keeps budget/workers features and needs at least one")
+    if budget < n_workers and budget_mode == "split":
+        raise InputError(f"budget {budget} is smaller than the number of workers ({n_workers}): with "
+                         f"--budget-mode split each worker keeps budget/workers features and needs at "
+                         f"least one (the global budget has no such limit)")
 
 
 BUDGET_MODES = ("split", "global")
@@ -144,7 +145,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     def fit(self, X, y):
         X, y, loss = self._validate_data(X, y)
         options = self._options()
-        check_worker_count(self.n_workers, X.shape[1], self.budget)
+        check_worker_count(self.n_workers, X.shape[1], self.budget, self.budget_mode)
         tau = self.n_workers if self.max_staleness is None else self.max_staleness
         check_simulation_args(tau, self.policy, self.schedule)
         if self.sharding not in SHARDING_SCHEMES:

@@ -80,7 +80,7 @@ def test_a_failing_worker_ends_the_job_with_its_rank_named(mode, code, message, 
 @pytest.mark.parametrize("args, message", [
     (["--budget", "0"], "--budget must be at least 1"),
     (["--n-features", "2", "--n-informative", "2"], "3 workers but only 2 features"),
-    (["--budget", "2", "--n-features", "50", "--n-informative", "2"],
+    (["--budget", "2", "--n-features", "50", "--n-informative", "2", "--budget-mode", "split"],
      "budget 2 is smaller than the number of workers (3)"),
     (["--algorithm", "lasso"], "does not run under mpiexec"),
     (["--simulate"], "--simulate runs in one process"),
@@ -130,3 +130,11 @@ def test_global_budget_under_mpi_keeps_at_most_s(tmp_path, extra, transport):
         counts[mode] = int(np.sum(np.array(record["selected"]) < 12))      # true features are columns 0..11
     assert counts["split"] <= 3 < counts["global"]
     assert record["n_dropped"] > 0 and record["threshold"] > 0 and record["slack"] == 0.5
+
+
+def test_global_budget_under_mpi_takes_a_budget_below_the_worker_count(tmp_path):
+    rc, out, err, _ = asyos_run(5, "--budget", "2", "--n-features", "60", "--n-informative", "2",
+                                "--output", str(tmp_path))
+    assert rc == 0, err
+    record = json.loads((tmp_path / "results.json").read_text())
+    assert record["budget_mode"] == "global" and 0 < len(record["selected"]) <= 2
