@@ -140,7 +140,7 @@ def shared_steps(state: SharedState, index: int, worker, max_staleness=None, mon
         started[index] += 1
         np.add(row, push.delta, out=row)
         if threshold is not None:
-            write_abs(weight_row, worker.state.weights)
+            write_abs(weight_row, worker.state.w[:worker.state.size])     # a view: no copy per step
         own += 1
         steps[index] = own
         compute_s += time.perf_counter() - t0

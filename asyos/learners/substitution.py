@@ -225,8 +225,6 @@ class SubstitutionState:
         contribution ``-w_k x_k`` is added to ``delta``; the last slots move into the holes.
         Returns the local indices dropped."""
         dropped = []
-        if self.size == 0 or np.abs(self._wm).min() >= threshold:     # the common case, one pass
-            return dropped
         k = 0
         while k < self.size:
             if abs(self.w[k]) < threshold:
