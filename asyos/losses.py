@@ -6,11 +6,15 @@ the columns ``S`` needs only ``X_S.T @ loss.dloss(y, u)`` for its partial gradie
 * ``value(y, u)``      the objective ``L(u, y)`` (a scalar),
 * ``dloss(y, u)``      the vector ``dL/du`` (the ``1/n`` is included); ``dloss_raw`` is ``n dL/du``,
                        for kernels that fold the ``1/n`` into their own scalars,
-* ``d2loss(y, u)``     the diagonal of ``d^2 L / du^2`` (the ``1/n`` is included),
+* ``d2loss(y, u)``     the diagonal of ``d^2 L / du^2`` (the ``1/n`` is included); ``d2loss_raw`` is
+                       ``n d^2L/du^2``,
 * ``curvature``        an upper bound of ``n * d2loss``: the Hessian of ``L`` in ``w`` is bounded by
                        ``curvature * X.T @ X / n``, which is how Lipschitz constants are estimated,
 * ``predict(u)`` and ``error(y, u)``: prediction and the task's error metric (RMSE or
-  misclassification rate).
+  misclassification rate),
+* ``intercept_step(y, u)``: the Newton step of an unpenalised intercept ``b`` (``u = Xw + b``),
+  ``-sum(dloss_raw) / sum(d2loss_raw)`` (0 where the loss has no curvature), and
+  ``best_intercept(y)``: the intercept of the empty model ``u = b``.
 
 Classification losses require labels in ``{-1, +1}`` and say so when they are not.
 """
@@ -39,7 +43,31 @@ class Loss:
         raise NotImplementedError
 
     def d2loss(self, y, u):
+        out = self.d2loss_raw(y, u)
+        out *= 1.0 / out.shape[0]
+        return out
+
+    def d2loss_raw(self, y, u, out=None):
         raise NotImplementedError
+
+    def intercept_step(self, y, u, grad=None, hess=None) -> float:
+        """Newton step of the intercept at ``u`` (``grad``, ``hess``: scratch of length n)."""
+        curvature = float(self.d2loss_raw(y, u, out=hess).sum())
+        if not curvature > 0.0:
+            return 0.0
+        return -float(self.dloss_raw(y, u, out=grad).sum()) / curvature
+
+    def best_intercept(self, y, max_steps: int = 50) -> float:
+        """The minimiser of ``L(b 1, y)`` over ``b``, by Newton steps from 0 (one for the squared
+        loss; the others converge in a few)."""
+        b, u = 0.0, np.zeros(np.shape(y)[0])
+        for _ in range(max_steps):
+            step = self.intercept_step(y, u)
+            b += step
+            u.fill(b)
+            if abs(step) <= 1e-12 * max(1.0, abs(b)):
+                break
+        return b
 
     def check_labels(self, y, where: str = "y") -> None:
         """Raise ``InputError`` when ``y`` cannot be used with this loss."""
@@ -68,8 +96,11 @@ class Squared(Loss):
     def dloss_raw(self, y, u, out=None):
         return np.subtract(u, y, out=out)
 
-    def d2loss(self, y, u):
-        return np.full(np.shape(u), 1.0 / np.shape(u)[0])
+    def d2loss_raw(self, y, u, out=None):
+        if out is None:
+            return np.ones(np.shape(u))
+        out.fill(1.0)
+        return out
 
     def error(self, y, u):
         r = np.asarray(u) - y
@@ -116,9 +147,9 @@ class SquaredHinge(_BinaryLoss):
         out *= y
         return np.negative(out, out=out)
 
-    def d2loss(self, y, u):
-        n = np.shape(u)[0]
-        return (y * u < 1.0).astype(float) / n
+    def d2loss_raw(self, y, u, out=None):
+        out = np.multiply(y, u, out=out)
+        return np.less(out, 1.0, out=out, casting="unsafe")
 
 
 class Logistic(_BinaryLoss):
@@ -138,9 +169,12 @@ class Logistic(_BinaryLoss):
         out *= y
         return np.negative(out, out=out)
 
-    def d2loss(self, y, u):
-        z = expit(y * u)
-        return z * (1.0 - z) / np.shape(u)[0]
+    def d2loss_raw(self, y, u, out=None):
+        z = np.multiply(y, u, out=out)
+        expit(z, out=z)
+        np.subtract(1.0, z, out=z)
+        z *= 1.0 - z                    # z (1 - z) is symmetric: expit(-yu) gives the same value
+        return z
 
 
 LOSSES = {cls.name: cls for cls in (Squared, SquaredHinge, Logistic)}
