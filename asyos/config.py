@@ -50,11 +50,13 @@ class RunConfig:
     # the model
     budget: Optional[int] = None
     loss: str = "auto"
-    passes: Optional[int] = None
+    passes: Optional[int] = None            # None: "auto"
+    variant: str = "exchange"               # OS / Asy-OS: exchange or kdd16 (Alg. 1-3 literally)
+    fit_intercept: Optional[bool] = None    # None: the variant's default (exchange: on, kdd16: off)
     step_size: Optional[float] = None
     step_divisor: float = 1.0
     decrease_check: bool = True
-    decrease_constant: float = 1.0
+    decrease_constant: Optional[float] = None   # kdd16: the paper's c (default 1)
     refit: bool = True
     seed: int = 0
     scale: Optional[str] = None
@@ -95,9 +97,24 @@ class RunConfig:
         return DEFAULT_N_INFORMATIVE if self.n_informative is None else self.n_informative
 
     @property
-    def feature_passes(self) -> int:
-        """Passes over the features of OS / Asy-OS (default 3)."""
-        return 3 if self.passes is None else self.passes
+    def feature_passes(self):
+        """Passes over the features of OS / Asy-OS: a number, or ``"auto"`` (the default: until a
+        pass changes nothing for the exchange variant, 3 for kdd16)."""
+        return "auto" if self.passes is None else self.passes
+
+    @property
+    def feature_scale(self) -> Optional[bool]:
+        """OS / Asy-OS: ``--scale standard|none`` as a flag (``None``: the variant's default)."""
+        return None if self.scale is None else self.scale == "standard"
+
+    def substitution_options(self):
+        """The OS workers' settings (``SubstitutionOptions``), as every scheduler builds them."""
+        from .learners.online_substitution import SubstitutionOptions
+        decrease_constant = None if self.decrease_constant is None else float(self.decrease_constant)
+        return SubstitutionOptions(passes=self.feature_passes, step_size=self.step_size,
+                                   step_divisor=self.step_divisor, decrease_check=self.decrease_check,
+                                   decrease_constant=decrease_constant, log_selection=True, variant=self.variant,
+                                   fit_intercept=self.fit_intercept, scale=self.feature_scale).validated()
 
     @property
     def estimator_params(self) -> dict:
@@ -158,8 +175,13 @@ class RunConfig:
             _require(math.isfinite(self.step_size) and self.step_size > 0,
                      f"--step-size must be > 0; got {self.step_size}")
         _require(self.step_divisor >= 1, f"--step-divisor (the paper's m) must be >= 1; got {self.step_divisor}")
-        _require(0 <= self.decrease_constant <= 1,
+        _require(self.decrease_constant is None or 0 <= self.decrease_constant <= 1,
                  f"--decrease-constant (the paper's c) must be in [0, 1]; got {self.decrease_constant}")
+        from .learners.substitution import VARIANTS
+        _require(self.variant in VARIANTS, f"unknown --variant {self.variant!r}; choose one of: {', '.join(VARIANTS)}")
+        _require(self.decrease_constant is None or self.variant == "kdd16",
+                 "--decrease-constant is KDD'16's c (--variant kdd16); the exchange variant keeps a substitution "
+                 "only if the loss falls")
         _require(self.watchdog_timeout > 0, f"--watchdog-timeout must be > 0; got {self.watchdog_timeout}")
         _require(self.setup_timeout > 0, f"--setup-timeout must be > 0; got {self.setup_timeout}")
         _require(self.staleness_policy in POLICIES,
@@ -177,7 +199,16 @@ class RunConfig:
                  "--max-staleness is enforced step by step: use it with --push-mode each-step (or auto)")
         _require(self.sharding in SHARDING_SCHEMES,
                  f"unknown --sharding {self.sharding!r}; choose one of: {', '.join(SHARDING_SCHEMES)}")
-        _require(self.scale in (None, "maxabs", "none"), f"--scale must be maxabs or none; got {self.scale!r}")
+        _require(self.scale in (None, "maxabs", "standard", "none"),
+                 f"--scale must be standard or none (OS), maxabs or none (sample-stream learners); got {self.scale!r}")
+        feature_stream = self.algorithm in ("os", "asy-os")
+        _require(not (self.scale == "maxabs" and feature_stream),
+                 "--scale maxabs is the sample-stream learners'; OS takes --scale standard|none")
+        _require(not (self.scale == "standard" and not feature_stream),
+                 "--scale standard is Online Substitution's; the sample-stream learners take maxabs|none")
+        _require(feature_stream or (self.variant == "exchange" and self.fit_intercept is None),
+                 f"--variant and --intercept/--no-intercept apply to Online Substitution (os, asy-os), "
+                 f"not {self.algorithm!r}")
         _require(self.budget_mode in (None, "split", "global"),
                  f"--budget-mode must be split or global; got {self.budget_mode!r}")
         _require(self.cap is None or self.resolved_budget_mode == "global", "--cap goes with --budget-mode global")
@@ -269,6 +300,8 @@ def load_toml(path: str) -> dict:
                 continue
             raise InputError(f"{path}: unexpected table [{key}]; put settings at the top level or in [run]")
         name = key.replace("-", "_")
+        if name == "passes" and value == "auto":
+            continue                      # the default
         if name not in FIELD_TYPES:
             known = ", ".join(sorted(FIELD_TYPES))
             raise InputError(f"{path}: unknown setting {key!r} (known: {known})")

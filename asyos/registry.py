@@ -47,7 +47,8 @@ def all_algorithms() -> list[AlgorithmSpec]:
 
 
 def _os_kwargs(config, loss, budget):
-    return dict(budget=budget, loss=loss, passes=config.feature_passes, step_size=config.step_size,
+    return dict(budget=budget, loss=loss, passes=config.feature_passes, variant=config.variant,
+                fit_intercept=config.fit_intercept, scale=config.feature_scale, step_size=config.step_size,
                 step_divisor=config.step_divisor, decrease_check=config.decrease_check,
                 decrease_constant=config.decrease_constant, refit=config.refit, random_state=config.seed,
                 trace_every=config.trace_every)

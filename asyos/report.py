@@ -34,8 +34,9 @@ def build_record(config, problem, mode, selected, coef, metrics, timing, warning
 def format_summary(record: dict) -> str:
     m, t, pr = record["metrics"], record["timing"], record["problem"]
     err_name = "RMSE" if pr["loss"] == "squared" else "error rate"
+    variant = f", variant {record['variant']}" if record.get("variant") else ""
     lines = [f"asyos: {record['algorithm']} ({record['mode']}) on {pr['name']}, loss {pr['loss']}, "
-             f"budget {pr['budget']}"]
+             f"budget {pr['budget']}{variant}"]
     quality = [f"selected {m['n_selected']} features"]
     if "recall" in m:
         quality.append(f"recall {m['recall']:.3f}")
@@ -63,7 +64,8 @@ def format_summary(record: dict) -> str:
         if record.get("budget_mode") == "split":
             lines.append("  budget split: s/q per worker")
         elif record.get("budget_mode") == "global":
-            budget = f"  budget global: {record.get('n_candidates')} candidates cut to {len(record['selected'])}"
+            how = "exchanged down" if record.get("finish") == "exchange" else "cut"
+            budget = f"  budget global: {record.get('n_candidates')} candidates {how} to {len(record['selected'])}"
             if record.get("threshold") is not None:
                 budget += f"; theta {record['threshold']:.4g} (slack {record['slack']:g}), " \
                           f"{record.get('n_dropped', 0)} features dropped"

@@ -28,10 +28,20 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(message)
 
 
-def _bool_flag(parser, name, help_text):
-    dest = name.replace("-", "_")
+def _bool_flag(parser, name, help_text, dest=None):
+    dest = dest or name.replace("-", "_")
     parser.add_argument(f"--{name}", dest=dest, action="store_true", help=help_text)
     parser.add_argument(f"--no-{name}", dest=dest, action="store_false", help=argparse.SUPPRESS)
+
+
+def _passes(text):
+    """``--passes``: a number, or ``auto`` (``None``)."""
+    if text == "auto":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer or auto; got {text!r}") from None
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -57,13 +67,19 @@ def make_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("model")
     g.add_argument("--budget", type=int, help="features to keep (default: the true s of synthetic data)")
     g.add_argument("--loss", help="squared, squared_hinge, logistic or auto (default: from the labels)")
-    g.add_argument("--passes", type=int, help="OS: scans over the features (default 3); sample-stream learners: "
-                                              "passes over the samples (default ceil(2 p / n), ECML'18's)")
+    g.add_argument("--passes", type=_passes, help="OS: scans over the features, or auto (default: until a pass "
+                                                  "changes nothing, 2 to 10; 3 with --variant kdd16); sample-stream "
+                                                  "learners: passes over the samples (default ceil(2 p / n), ECML'18's)")
+    g.add_argument("--variant", help="OS / Asy-OS: exchange (default: intercept, scaled columns, Newton weights for "
+                                     "newcomers, substitutions that must lower the loss, features visited by "
+                                     "marginal gain) or kdd16 (KDD'16 Alg. 1-3 literally)")
+    _bool_flag(g, "intercept", dest="fit_intercept",
+               help_text="OS: fit an unpenalised intercept (default with --variant exchange; --no-intercept drops it)")
     g.add_argument("--step-size", type=float, help="eta (default 0.5 / L_F estimated from the data)")
     g.add_argument("--step-divisor", type=float, help="the paper's m >= 1 (default 1)")
     _bool_flag(g, "decrease-check", "keep the objective-decrease check (default on; --no-decrease-check "
                                     "follows Alg. 3 literally)")
-    g.add_argument("--decrease-constant", type=float, help="the paper's c in [0, 1] (default 1)")
+    g.add_argument("--decrease-constant", type=float, help="--variant kdd16: the paper's c in [0, 1] (default 1)")
     _bool_flag(g, "refit", "refit on the selected features before evaluation (default on; --no-refit)")
     g.add_argument("--seed", type=int, help="seed of data generation and of every random choice (default 0)")
     g = p.add_argument_group("sample-stream learners (b-arda, b-amd, ofs, sofs, l1-arda, ada-fobos, opg, rda, "
@@ -71,8 +87,10 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--param", dest="params", help="the learner's parameters, name=value[,name=value...] "
                                                   "(e.g. eta=0.01,lam=1e-4; see --list-algorithms and the "
                                                   "class docstrings)")
-    g.add_argument("--scale", help="maxabs (the learners' default: each feature divided by its largest |value|) "
-                                   "or none (the data as given, the ECML'18 protocol)")
+    g.add_argument("--scale", help="OS: standard (default with --variant exchange: dense columns centred and "
+                                   "scaled to unit variance, sparse ones to unit root mean square) or none; "
+                                   "sample-stream learners: maxabs (their default: each feature divided by its "
+                                   "largest |value|) or none (the data as given, the ECML'18 protocol)")
     g.add_argument("--tune", action="store_true", help="choose eta, lam (1/gamma for SOFS) from {1e-1, 1e-1.5, "
                                                        "..., 1e-8} on training accuracy (ECML'18), then fit")
     g = p.add_argument_group("parallel execution")
@@ -194,14 +212,17 @@ def run_local(config) -> int:
 
     coef = estimator.coef_
     support = estimator.support_
-    u_train = np.asarray(data.X[:, support] @ coef[support]).ravel()
-    u_test = np.asarray(data.X_test[:, support] @ coef[support]).ravel() if data.has_test else None
+    intercept = float(getattr(estimator, "intercept_", 0.0))
+    u_train = np.asarray(data.X[:, support] @ coef[support]).ravel() + intercept
+    u_test = np.asarray(data.X_test[:, support] @ coef[support]).ravel() + intercept if data.has_test else None
     metrics = evaluate(problem.loss, coef, u_train, data.y, u_test, data.y_test, data.true_coef, support)
     extra["raw_coef"] = estimator.raw_coef_[support]
+    extra["intercept"] = intercept
     if getattr(estimator, "trace_", None):
         extra["trace"] = estimator.trace_
     for name in ("step_size_", "lipschitz_", "n_steps_", "n_iter_", "n_samples_seen_", "n_updates_", "lam_",
-                 "online_accuracy_", "threshold_", "n_dropped_", "slack_", "threshold_age_", "n_candidates_"):
+                 "online_accuracy_", "threshold_", "n_dropped_", "slack_", "threshold_age_", "n_candidates_",
+                 "raw_intercept_", "n_passes_", "finish_"):
         if hasattr(estimator, name):
             extra[name.rstrip("_")] = getattr(estimator, name)
     if simulated:
@@ -212,6 +233,8 @@ def run_local(config) -> int:
                      max_staleness=tau, staleness_policy=config.staleness_policy, schedule=config.schedule)
         if not spec.sample_stream:
             extra["budget_mode"] = estimator.budget_mode
+    if config.algorithm in ("os", "asy-os"):
+        extra["variant"] = estimator.variant
     timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0, "fit_s": t2 - t1}
     record = build_record(config, problem, "simulated" if simulated else "sequential", support,
                           coef[support], metrics, timing, warnings=notes, **extra)

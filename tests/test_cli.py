@@ -109,7 +109,12 @@ BAD = [
     (["--benchmark"], "--benchmark needs a name"),
     (["--algorithm", "grafting"], "unknown algorithm 'grafting'"),
     (["--budgett", "3"], "unrecognized arguments"),
-    (["--passes", "two"], "invalid int value"),
+    (["--passes", "two"], "must be an integer or auto; got 'two'"),
+    (["--variant", "kdd17"], "unknown --variant 'kdd17'"),
+    (["--decrease-constant", "0.5"], "--decrease-constant is KDD'16's c"),
+    (["--scale", "maxabs"], "--scale maxabs is the sample-stream learners'"),
+    (["--algorithm", "b-arda", "--scale", "standard"], "--scale standard is Online Substitution's"),
+    (["--algorithm", "proj-gd", "--variant", "kdd16"], "--variant and --intercept/--no-intercept apply to"),
     (["--config", "{d}/missing.toml"], "config file"),
     (["--n-informative", "50", "--n-features", "20"], "larger than --n-features"),
     (["--output", "/proc/asyos-out"], "cannot create output directory"),
@@ -131,7 +136,7 @@ def test_bad_input_exits_2_with_one_line(files, args, message):
 
 def test_a_suspect_result_is_reported_as_a_warning(tmp_path):
     rc, out, err = run("--synthetic", "classification", "--n-features", "1000", "--step-size", "4.5", "--simulate",
-                       "--workers", "8", "--output", str(tmp_path))
+                       "--workers", "8", "--variant", "kdd16", "--output", str(tmp_path))
     assert rc == 0
     assert err.startswith("asyos: warning: the final objective") and "worse than the empty model" in err
     assert len(json.loads((tmp_path / "results.json").read_text())["warnings"]) == 1

@@ -22,9 +22,9 @@ def test_default_toml_is_the_embedded_default():
     (sf, pf), (se, pe) = resolved(from_file), resolved(embedded)
     assert (sf.name, sf.n_test_samples) == (se.name, se.n_test_samples)   # effective n, p, s, noise, seed
     assert (pf.budget, pf.loss.name, pf.n_samples) == (pe.budget, pe.loss.name, pe.n_samples) == (100, "squared", 1316)
-    assert from_file.feature_passes == embedded.feature_passes == 3
-    for name in ("algorithm", "step_divisor", "decrease_check", "decrease_constant", "refit", "seed",
-                 "sharding", "watchdog_timeout"):
+    assert from_file.feature_passes == embedded.feature_passes == "auto"
+    for name in ("algorithm", "variant", "fit_intercept", "scale", "step_divisor", "decrease_check",
+                 "decrease_constant", "refit", "seed", "sharding", "watchdog_timeout"):
         assert getattr(from_file, name) == getattr(embedded, name), name
 
 

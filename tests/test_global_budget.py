@@ -118,7 +118,7 @@ def test_selection_never_exceeds_the_budget_and_u_c_is_the_sum_of_the_workers(un
     central = Central(X.shape[0])
     threshold = GlobalThreshold(s, q, budgets[0])
     simulate(workers, central, tau, threshold=threshold)
-    total = sum(w.state.contribution() for w in workers)
+    total = sum(w.contribution() for w in workers)          # X_S w_S, plus b on worker 0
     np.testing.assert_allclose(central.u, total, atol=1e-9 * max(1.0, np.abs(total).max()))
     assert all(w.state.size <= budgets[0] for w in workers)
     model = AsyncOnlineSubstitution(budget=s, n_workers=q, max_staleness=tau, budget_mode="global").fit(X, y)
@@ -201,7 +201,7 @@ def test_the_slack_keeps_more_than_theta_and_one_gives_the_exact_threshold(uneve
     assert fits[1.0].n_dropped_ > fits[0.1].n_dropped_
     assert all(f.support_.size <= 16 for f in fits.values())
     for f in fits.values():        # the selection's own loss: the refit starts from it
-        u = X[:, f.support_] @ f.raw_coef_[f.support_]
+        u = X[:, f.support_] @ f.raw_coef_[f.support_] + f.raw_intercept_
         assert f.objective_selection_ == pytest.approx(get_loss("squared").value(y, u), rel=1e-9)
 
 
@@ -215,7 +215,7 @@ def test_a_new_feature_below_the_drop_level_does_not_enter():
     for _ in range(5):
         push = worker.propose(u, 0, np.full(8, 1e3))
         assert push.action == REJECT
-        np.testing.assert_allclose(push.delta, 0.0, atol=1e-12)     # x_j w_j taken out again
+        np.testing.assert_allclose(push.delta, push.delta[0], atol=1e-12)   # x_j w_j taken out: the intercept's step
         worker.commit()
     assert worker.state.size == 0 and worker.dropped == 0 and worker.threshold == 1e3
 

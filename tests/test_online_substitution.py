@@ -75,7 +75,8 @@ def kernels(request, monkeypatch):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_matches_literal_algorithm_1(loss_name, settings, seed, kernels):
     d = PROBLEMS[loss_name](seed)
-    model = OnlineSubstitution(budget=6, loss=loss_name, passes=3, refit=False, random_state=seed, **settings)
+    model = OnlineSubstitution(budget=6, loss=loss_name, passes=3, refit=False, random_state=seed, variant="kdd16",
+                               **settings)
     model.fit(d.X, d.y)
     w_ref, S_ref = reference_os(d.X, d.y, get_loss(loss_name), 6, model.step_size_, 3, model.lipschitz_,
                                 m=settings.get("step_divisor", 1.0), c=settings.get("decrease_constant", 1.0),
@@ -84,18 +85,21 @@ def test_matches_literal_algorithm_1(loss_name, settings, seed, kernels):
     np.testing.assert_allclose(model.raw_coef_, w_ref, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("variant", ["kdd16", "exchange"])
 @pytest.mark.parametrize("task, loss_name", [("regression", "squared"), ("classification", "squared_hinge"),
                                              ("classification", "logistic")])
-def test_the_compiled_step_equals_the_numpy_step_on_the_kdd_setting(task, loss_name, monkeypatch):
+def test_the_compiled_step_equals_the_numpy_step_on_the_kdd_setting(task, loss_name, variant, monkeypatch):
     """Thousands of steps with every action and many decrease checks: same decisions, same counters,
-    weights equal to rounding."""
+    weights equal to rounding (the exchange variant with its intercept, stepped by the compiled
+    Newton step too)."""
     make = make_regression if task == "regression" else make_classification
     d = make(n_features=3000, n_informative=40, n_samples=500, seed=3)
     fits = {}
+    options = SubstitutionOptions(passes=2, variant=variant)
     for kernels in ("numpy", "numba"):
         monkeypatch.setenv("ASYOS_KERNELS", kernels)
-        shard, loss = FeatureShard(d.X), get_loss(loss_name)
-        worker = make_worker(shard, d.y, loss, 40, local_lipschitz(shard, 40, loss, 0), SubstitutionOptions(passes=2))
+        shard, loss = options.shard(d.X), get_loss(loss_name)
+        worker = make_worker(shard, d.y, loss, 40, local_lipschitz(shard, 40, loss, 0), options)
         assert worker.state.kernels == kernels
         run_loopback(worker, Central(d.X.shape[0]))
         fits[kernels] = worker
@@ -105,6 +109,8 @@ def test_the_compiled_step_equals_the_numpy_step_on_the_kdd_setting(task, loss_n
     assert a.log.rows[-1][:5] == b.log.rows[-1][:5] and len(a.log.rows) == len(b.log.rows)
     np.testing.assert_array_equal(a.state.retained, b.state.retained)
     np.testing.assert_allclose(b.state.weights, a.state.weights, rtol=1e-9, atol=1e-13)
+    assert b.intercept == pytest.approx(a.intercept, rel=1e-9, abs=1e-13)
+    assert (a.intercept != 0.0) == (variant == "exchange")
 
 
 def test_an_unknown_kernel_backend_is_named(monkeypatch):
@@ -122,7 +128,8 @@ def test_the_decrease_check_rejects_when_L_F_is_underestimated():
     low = 0.6
     substitutions = {}
     for check in (True, False):
-        worker = make_worker(FeatureShard(d.X), d.y, loss, 5, low, SubstitutionOptions(passes=2, decrease_check=check))
+        worker = make_worker(FeatureShard(d.X), d.y, loss, 5, low,
+                             SubstitutionOptions(passes=2, decrease_check=check, variant="kdd16"))
         central = Central(d.n_samples)
         run_loopback(worker, central)
         support, weights = worker.selection()
@@ -133,24 +140,32 @@ def test_the_decrease_check_rejects_when_L_F_is_underestimated():
     assert substitutions[True] < substitutions[False]
 
 
-def test_finds_the_best_subset_found_by_brute_force():
+@pytest.mark.parametrize("variant", ["kdd16", "exchange"])
+def test_finds_the_best_subset_found_by_brute_force(variant):
+    """The exchange variant's model has an intercept (and the data an offset it must absorb)."""
     rng = np.random.default_rng(4)
-    X = rng.standard_normal((40, 9))
+    X = rng.standard_normal((40, 9)) + (3.0 if variant == "exchange" else 0.0)
     y = X[:, 2] * 2.0 - X[:, 7] * 1.5 + 0.05 * rng.standard_normal(40)
-    best = min(itertools.combinations(range(9), 2),
-               key=lambda S: np.linalg.lstsq(X[:, S], y, rcond=None)[1][0])
-    model = OnlineSubstitution(budget=2, passes=3).fit(X, y)
+    design = (lambda S: np.column_stack([X[:, S], np.ones(40)])) if variant == "exchange" else (lambda S: X[:, S])
+    best = min(itertools.combinations(range(9), 2), key=lambda S: np.linalg.lstsq(design(S), y, rcond=None)[1][0])
+    model = OnlineSubstitution(budget=2, passes=3, variant=variant).fit(X, y)
     assert tuple(model.support_) == best
-    np.testing.assert_allclose(model.coef_[list(best)], np.linalg.lstsq(X[:, best], y, rcond=None)[0])
+    exact = np.linalg.lstsq(design(best), y, rcond=None)[0]
+    np.testing.assert_allclose(model.coef_[list(best)], exact[:2])
+    assert model.intercept_ == (pytest.approx(exact[2]) if variant == "exchange" else 0.0)
 
 
-def test_objective_never_increases_with_a_global_lipschitz_step():
-    """Theorem 1: with eta < 1/L_F every committed step decreases f (L_F bounded by lambda_max)."""
+@pytest.mark.parametrize("variant", ["kdd16", "exchange"])
+def test_objective_never_increases_with_a_global_lipschitz_step(variant):
+    """Theorem 1: with eta < 1/L_F every committed step decreases f (L_F bounded by lambda_max). The
+    exchange variant's Newton entries, checked substitutions and intercept steps keep that."""
     d = make_regression(n_features=120, n_informative=8, n_samples=90, seed=2)
     loss = get_loss("squared")
-    L = np.linalg.eigvalsh(d.X.T @ d.X / d.n_samples)[-1]
-    shard = FeatureShard(d.X)
-    worker = make_worker(shard, d.y, loss, 8, L, SubstitutionOptions(passes=2, step_size=0.5 / L))
+    options = SubstitutionOptions(passes=2, variant=variant)
+    shard = options.shard(d.X)
+    Z = shard.XT.T
+    L = np.linalg.eigvalsh(Z.T @ Z / d.n_samples)[-1]
+    worker = make_worker(shard, d.y, loss, 8, L, SubstitutionOptions(passes=2, step_size=0.5 / L, variant=variant))
     values = []
     central = Central(d.n_samples, monitor=lambda c: values.append(loss.value(d.y, c.u)))
     run_loopback(worker, central)
@@ -171,10 +186,16 @@ def test_close_to_proj_gd_in_the_kdd_regression_setting(seed):
 
 def test_refit_is_least_squares_on_the_support():
     d = make_regression(n_features=200, n_informative=10, n_samples=80, seed=1)
-    model = OnlineSubstitution(budget=10).fit(d.X, d.y)
+    model = OnlineSubstitution(budget=10, variant="kdd16").fit(d.X, d.y)
     S = model.support_
     np.testing.assert_allclose(model.coef_[S], np.linalg.lstsq(d.X[:, S], d.y, rcond=None)[0], rtol=1e-10)
-    assert np.count_nonzero(model.coef_) <= 10
+    assert np.count_nonzero(model.coef_) <= 10 and model.intercept_ == 0.0
+    model = OnlineSubstitution(budget=10).fit(d.X + 5.0, d.y)                  # with its intercept
+    S = model.support_
+    exact = np.linalg.lstsq(np.column_stack([d.X[:, S] + 5.0, np.ones(80)]), d.y, rcond=None)[0]
+    np.testing.assert_allclose(model.coef_[S], exact[:-1], rtol=1e-9)
+    assert model.intercept_ == pytest.approx(exact[-1], rel=1e-9)
+    np.testing.assert_allclose(model.predict(d.X + 5.0), (d.X[:, S] + 5.0) @ exact[:-1] + exact[-1], rtol=1e-9)
 
 
 def test_selection_log_replays_to_the_support():
@@ -191,13 +212,18 @@ def test_selection_log_replays_to_the_support():
     assert {r["pass"] for r in model.selection_log_} <= {0, 1, 2}
 
 
-def test_sparse_input_gives_the_same_model():
+@pytest.mark.parametrize("variant", ["kdd16", "exchange"])
+def test_sparse_input_gives_the_same_model(variant):
+    """Sparse columns are centred where they are used, never densified in the shard, so the model
+    is the dense one's."""
     d = make_classification(n_features=150, n_informative=8, n_samples=120, seed=7)
-    X = d.X * (np.abs(d.X) > 0.8)
-    dense = OnlineSubstitution(budget=8, loss="squared_hinge").fit(X, d.y)
-    sparse = OnlineSubstitution(budget=8, loss="squared_hinge").fit(sp.csr_matrix(X), d.y)
+    X = d.X * (np.abs(d.X) > 0.8) + (np.abs(d.X) > 0.8)          # sparse, with offsets to centre
+    dense = OnlineSubstitution(budget=8, loss="squared_hinge", variant=variant).fit(X, d.y)
+    sparse = OnlineSubstitution(budget=8, loss="squared_hinge", variant=variant).fit(sp.csr_matrix(X), d.y)
     np.testing.assert_array_equal(dense.support_, sparse.support_)
-    np.testing.assert_allclose(dense.raw_coef_, sparse.raw_coef_, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(dense.raw_coef_, sparse.raw_coef_, rtol=1e-9, atol=1e-12)
+    assert sparse.raw_intercept_ == pytest.approx(dense.raw_intercept_, rel=1e-9, abs=1e-12)
+    np.testing.assert_allclose(dense.decision_function(X), sparse.decision_function(sp.csr_matrix(X)), rtol=1e-8)
 
 
 def test_worker_state_pickles_mid_run_and_continues_identically():
@@ -262,7 +288,8 @@ def test_a_result_worse_than_the_empty_model_warns():
     from asyos.errors import ConvergenceWarning
     d = make_classification(n_features=1000, n_informative=100, seed=0)
     with pytest.warns(ConvergenceWarning, match="worse than the empty model"):
-        AsyncOnlineSubstitution(budget=100, n_workers=8, loss="squared_hinge", step_size=4.5, passes=3).fit(d.X, d.y)
+        AsyncOnlineSubstitution(budget=100, n_workers=8, loss="squared_hinge", step_size=4.5, passes=3,
+                                variant="kdd16").fit(d.X, d.y)
 
 
 def test_auto_takes_the_compiled_step_only_for_runs_long_enough_to_repay_loading_it(monkeypatch):

@@ -30,9 +30,10 @@ def test_one_worker_with_free_messages_is_sequential_os(problem):
     seq = OnlineSubstitution(budget=12, passes=2, refit=False).fit(d.X, d.y)
     workers, central, clock = workers_for(d, 1), Central(d.n_samples), SimulatedClock()
     report = replay(workers, central, FREE, clock)
-    support, weights = workers[0].selection()
+    support, coef, intercept = workers[0].selection_in_units()
     np.testing.assert_array_equal(support, seq.support_)
-    np.testing.assert_allclose(weights, seq.raw_coef_[support], rtol=1e-9)
+    np.testing.assert_allclose(coef, seq.raw_coef_[support], rtol=1e-9)
+    assert intercept == pytest.approx(seq.raw_intercept_, rel=1e-9)
     assert report.steps == seq.n_steps_ and report.staleness["max"] == 0
     assert report.time_s == pytest.approx(seq.n_steps_ * 10e-6)
 
@@ -62,7 +63,7 @@ def test_replay_bookkeeping_adds_up(problem, mode):
     report = replay(workers, central, REAL, clock, mode=mode, max_batch=4)
     assert report.steps == sum(w.steps for w in workers) == central.steps
     assert report.pushes == central.accepted and 0 < report.central_utilization <= 1
-    np.testing.assert_allclose(central.u, sum(w.state.contribution() for w in workers), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(central.u, sum(w.contribution() for w in workers), rtol=1e-9, atol=1e-12)
     times = trace.as_dict()["time_s"]
     assert times == sorted(times) and times[-1] <= report.time_s
     if mode == "each-step":
@@ -101,7 +102,7 @@ def test_replay_runs_the_global_budget_as_under_mpi(problem):
                                 budgets=budgets)[0]
         central, threshold = Central(d.n_samples), GlobalThreshold(12, q, budgets[0])
         replay(workers, central, REAL, SimulatedClock(), threshold=threshold)
-        total = sum(w.state.contribution() for w in workers)
+        total = sum(w.contribution() for w in workers)
         np.testing.assert_allclose(central.u, total, atol=1e-9 * max(1.0, np.abs(total).max()))
         support, _ = gather_selection(workers, 12)
         assert support.size <= 12 and threshold.updates == central.accepted

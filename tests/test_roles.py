@@ -66,7 +66,7 @@ def test_central_state_is_the_sum_of_the_workers_contributions_under_refusals():
         else:
             workers[i].discard()
         snapshots[i] = (central.u.copy(), central.version)
-    total = sum(w.state.contribution() for w in workers)
+    total = sum(w.contribution() for w in workers)
     np.testing.assert_allclose(central.u, total, rtol=1e-10, atol=1e-12)
     assert central.refused > 0
     assert sum(w.steps for w in workers) == central.accepted

@@ -39,19 +39,17 @@ import warnings
 
 import numpy as np
 
-from ..data.shard import FeatureShard
 from ..data.sharding import shard_columns
 from ..errors import (EXIT_CENTRAL_LOST, EXIT_OK, EXIT_USAGE, EXIT_WORKER_FAILED, EXIT_WORKER_LOST, ConvergenceWarning,
                       InputError)
-from ..learners.asy_os import check_worker_count, keeps_threshold, worker_budgets
+from ..learners.asy_os import Candidates, check_worker_count, finish, keeps_threshold, worker_budgets
 from ..learners.base import columns_dense
 from ..learners.kernels import backend as kernel_backend, warm_up as warm_up_kernels
-from ..learners.online_substitution import SubstitutionOptions, check_objective, local_lipschitz, make_worker
-from ..learners.refit import refit as refit_model
+from ..learners.online_substitution import check_objective, local_lipschitz, make_worker
+from ..learners.refit import refit as refit_model, refit_with_intercept
 from ..problem import open_data_source, resolve_problem
 from ..registry import get_algorithm
 from ..trace import ObjectiveTrace
-from ..truncation import keep_top_k
 from .messages import (PUSH_OWN_UNSEEN, PUSH_STEPS, PUSH_VERSION, REPLY_HEADER, REPLY_STATUS, REPLY_VERSION,
                        STATUS_ACCEPTED, STATUS_REFUSED, TAG_ERROR, TAG_FINAL, TAG_PUSH, TAG_REPLY, TAG_SHUTDOWN,
                        others_section, push_buffer, read_weights, reply_buffer, write_weights)
@@ -142,9 +140,10 @@ def _worker_setup(config, rank, n_workers):
     data = source.load(columns)
     problem = resolve_problem(config, source, data.y)
     check_worker_count(n_workers, problem.n_features, problem.budget, config.resolved_budget_mode)
-    shard = FeatureShard(data.X, columns)
+    options = _options(config)
+    shard = options.shard(data.X, columns)
     # compile or load the step before the timed phase (if this worker's run is long enough to use it)
-    warm_up_kernels(kernel_backend(None, Worker.expected_steps(shard, config.feature_passes)))
+    warm_up_kernels(kernel_backend(None, Worker.expected_steps(shard, options.worker_passes)))
     return {
         "data": data, "shard": shard, "problem": problem,
         "budget": worker_budgets(problem.budget, n_workers, config.resolved_budget_mode, config.cap)[rank - 1],
@@ -153,9 +152,7 @@ def _worker_setup(config, rank, n_workers):
 
 
 def _options(config):
-    return SubstitutionOptions(passes=config.feature_passes, step_size=config.step_size, step_divisor=config.step_divisor,
-                               decrease_check=config.decrease_check, decrease_constant=config.decrease_constant,
-                               log_selection=True).validated()
+    return config.substitution_options()
 
 
 # ----------------------------------------------------------------------------------- worker
@@ -164,7 +161,8 @@ def _worker_main(config, comm, setup, lipschitz, backoff, shared=None):
     problem, shard, data = setup["problem"], setup["shard"], setup["data"]
     try:
         worker = make_worker(shard, data.y, problem.loss, setup["budget"], lipschitz, _options(config),
-                             worker_id=rank - 1, slack=config.slack)
+                             worker_id=rank - 1, slack=config.slack, n_workers=comm.Get_size() - 1,
+                             total_budget=problem.budget)
         timeout = CENTRAL_TIMEOUT_FACTOR * config.watchdog_timeout
         histogram = None
         # the others' top |w| in the replies
@@ -182,8 +180,13 @@ def _worker_main(config, comm, setup, lipschitz, backoff, shared=None):
         final = {
             "worker": rank - 1,
             "selected": shard.columns[local],
-            "weights": worker.state.weights[order],
-            "columns": worker.selected_columns(),
+            "weights": worker.state.weights[order],       # on the scaled columns
+            "columns": worker.selected_columns(),         # the scaled training columns
+            "raw_columns": columns_dense(data.X, local).T.copy() if shard.standardized else None,
+            "offsets": shard.offsets[local],
+            "scales": shard.scales[local],
+            "intercept": worker.intercept,                # b on its owner (worker 0), else 0
+            "passes": worker.passes_run,
             "test_columns": (columns_dense(data.X_test, local).T.copy() if data.has_test else None),
             "steps": worker.steps,
             "proposals": worker.proposals,
@@ -499,29 +502,37 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
 
     problem = setup["problem"]
     loss, y, y_test = problem.loss, setup["y"], setup["y_test"]
-    selected = np.concatenate([f["selected"] for f in finals])
-    weights = np.concatenate([f["weights"] for f in finals])
-    columns = np.concatenate([f["columns"] for f in finals]) if selected.size else np.zeros((0, y.size))
-    order = np.argsort(selected, kind="stable")
-    candidates = {"features": selected[order].tolist(), "weights": weights[order].tolist()}   # before the cut
-    if config.resolved_budget_mode == "global" and order.size > problem.budget:     # the union cut to the top s
-        order = order[keep_top_k(np.abs(weights[order]), problem.budget)]
-    selected, weights, columns = selected[order], weights[order], columns[order]
-    has_test = y_test is not None and all(f["test_columns"] is not None for f in finals)
-    test_columns = (np.concatenate([f["test_columns"] for f in finals])[order] if has_test and selected.size
-                    else None)
+    options = _options(config)
+    candidates = Candidates.from_parts([(f["selected"], f["weights"], f["columns"], f["offsets"], f["scales"],
+                                         f["intercept"]) for f in finals], y.size)
+    raw_columns = (np.concatenate([f["columns"] if f["raw_columns"] is None else f["raw_columns"] for f in finals])
+                   if candidates.size else np.zeros((0, y.size)))
+    order = np.argsort(np.concatenate([f["selected"] for f in finals]), kind="stable")
+    raw_columns = raw_columns[order]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         objective_candidates = check_objective(loss, y, central.u, finals[0]["step_size"], lipschitz)
-    # after the cut to s, the selection's own loss (the refit starts from it and cannot do worse)
-    objective_selection = (objective_candidates if selected.size == len(candidates["features"])
-                           else loss.value(y, weights @ columns))
+        done = finish(candidates, y, loss, problem.budget, options, config.seed,
+                      cut=config.resolved_budget_mode == "global")
     notes = report_warnings(caught)
-    coef_sel = refit_model(columns.T, y, loss, w0=weights) if config.refit and selected.size else weights
+    selected, weights, columns = done.features, done.coef, raw_columns[done.positions]
+    has_test = y_test is not None and all(f["test_columns"] is not None for f in finals)
+    test_columns = (np.concatenate([f["test_columns"] for f in finals])[order][done.positions]
+                    if has_test and selected.size else None)
+    # the selection's own loss before the refit (the refit starts from it and cannot do worse)
+    objective_selection = objective_candidates if done.u is None else loss.value(y, done.u)
+    intercept = done.intercept if options.fit_intercept else 0.0
+    if config.refit and options.fit_intercept:
+        coef_sel, intercept = refit_with_intercept(columns.T, y, loss, w0=weights, intercept0=intercept)
+    elif config.refit and selected.size:
+        coef_sel = refit_model(columns.T, y, loss, w0=weights)
+    else:
+        coef_sel = weights
     coef = np.zeros(problem.n_features)
     coef[selected] = coef_sel
-    u_train = coef_sel @ columns
-    u_test = coef_sel @ test_columns if test_columns is not None else (np.zeros(y_test.size) if has_test else None)
+    u_train = coef_sel @ columns + intercept
+    u_test = (coef_sel @ test_columns + intercept if test_columns is not None
+              else (np.full(y_test.size, intercept) if has_test else None))
     metrics = evaluate(loss, coef, u_train, y, u_test, y_test if has_test else None, setup["true_coef"], selected)
     metrics["objective_selection"] = objective_selection
     metrics["objective_candidates"] = objective_candidates
@@ -547,19 +558,31 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         workers=workers,
         central=_central_load(central, async_s, busy_s),
         raw_coef=weights.tolist(),
+        intercept=float(intercept),
+        raw_intercept=float(done.intercept) if options.fit_intercept else 0.0,
+        variant=options.variant,
+        finish=done.how,
+        passes=max(f["passes"] for f in finals),
         warnings=notes,
         budget_mode=config.resolved_budget_mode,
         slack=(config.slack or DEFAULT_SLACK) if config.resolved_budget_mode == "global" else None,
         threshold=theta["value"] if theta else None,
         threshold_age=theta["age"] if theta else None,
         n_dropped=int(sum(f["dropped"] for f in finals)),
-        candidates=candidates,
-        n_candidates=len(candidates["features"]),
+        candidates=_candidates_record(candidates),
+        n_candidates=candidates.size,
     )
     if trace is not None:
         extra["trace"] = trace.as_dict()
     timing = {"wall_s": wall_s, "setup_s": wall_s - async_s, "async_s": async_s}
     return build_record(config, problem, "mpi", selected, coef_sel, metrics, timing, **extra)
+
+
+def _candidates_record(candidates) -> dict:
+    """Every worker's features at the end, their coefficients and the intercept in the data's
+    units: the model whose training predictions are the final ``u_C``."""
+    coef, intercept = candidates.in_units()
+    return {"features": candidates.features.tolist(), "coef": coef.tolist(), "intercept": intercept}
 
 
 def _push_settings(config, transport) -> dict:

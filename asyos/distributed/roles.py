@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import DivergenceError, InputError
 from ..learners import kernels as _kernels
+from ..learners.screening import screening_order
 from ..learners.substitution import ENTER, REJECT, SUBSTITUTE, SubstitutionState
 from .messages import (PUSH_COUNT, PUSH_STEPS, PUSH_VERSION, REPLY_HEADER, REPLY_VERSION, push_buffer,
                        weights_section, write_weights)
@@ -49,31 +50,57 @@ class SelectionLog:
         return [dict(zip(self.FIELDS, row)) for row in self.rows]
 
 
+MIN_AUTO_PASSES, MAX_AUTO_PASSES = 2, 10
+EXPECTED_AUTO_PASSES = 3        # what "auto" usually takes (2-4 on the KDD'16 problems, up to 9 on text data)
+
+
 class Worker:
     """Online Substitution on one feature shard (KDD'16 Alg. 3; Alg. 1 when alone).
 
-    Features arrive in passes over the shard in column order; a feature currently retained is
-    not offered again (the pool is the complement of ``S``).
+    Features arrive in passes over the shard, in column order (``variant="kdd16"``) or by
+    decreasing marginal gain (``"exchange"``, ``asyos.learners.screening``); a feature currently
+    retained is not offered again (the pool is the complement of ``S``). ``passes`` is a number of
+    passes, or ``"auto"``: passes until one makes no entry and no substitution (at least
+    ``MIN_AUTO_PASSES``, at most ``MAX_AUTO_PASSES``).
+
+    ``intercept``: the model has an unpenalised intercept (``u = Xw + b``); ``owns_intercept``: this
+    worker steps it, by one Newton step at its gradient point before each feature step
+    (``Loss.intercept_step``), its change riding in the push as ``Delta b`` on every sample. Under
+    Asy-OS exactly one worker owns it (worker 0, MPI rank 1), so ``b`` reaches every worker through
+    ``u_C`` like any other weight's contribution.
     """
 
     def __init__(self, shard, y, loss, budget, step_size, *, passes=2, step_divisor=1.0,
                  decrease_check=True, decrease_constant=1.0, lipschitz=None, worker_id=0,
-                 log_selection=True, slack=None):
+                 log_selection=True, slack=None, variant="kdd16", intercept=False, owns_intercept=False,
+                 entry_scale=1.0):
         self.shard = shard
         self.worker_id = worker_id
-        self.passes = int(passes)
+        self.auto_passes = passes == "auto"
+        self.passes = MAX_AUTO_PASSES if self.auto_passes else int(passes)
         self.n = shard.n_samples
+        self.variant = variant
         self.state = SubstitutionState(
             self.n, budget, step_size, loss, y, step_divisor=step_divisor,
             decrease_check=decrease_check, decrease_constant=decrease_constant, lipschitz=lipschitz,
-            expected_steps=self.expected_steps(shard, self.passes))
+            expected_steps=self.expected_steps(shard, passes), variant=variant, entry_scale=entry_scale)
         _kernels.warm_up(self.state.kernels)
+        self.order = (screening_order(shard, self.state.y, loss, intercept) if variant == "exchange"
+                      else np.arange(shard.n_local))
+        self.owns_intercept = bool(owns_intercept)
+        self.intercept = 0.0
+        self._intercept_step = 0.0                  # the pending step's Delta b
+        if self.owns_intercept:
+            self._intercept_kernel = _kernels.intercept_kernel() if self.state.kernels == "numba" else None
+            self._hess = np.empty(self.n)
         self.buffer = push_buffer(self.n, self.state.budget)
         self.delta = self.buffer[:self.n]
         self.buffer[self.n + PUSH_STEPS] = 1
         self._push = Push(self.delta, self.buffer, 0, -1, 0)   # reused: a push lives until the next step
         self._retained = np.zeros(shard.n_local, dtype=bool)
         self._pass, self._pos = 0, 0
+        self._pass_changes = 0         # entries and substitutions in the current pass ("auto" stops at 0)
+        self.passes_run = 0            # passes begun
         self._cursor_before = None
         self.steps = 0                 # committed steps
         self.proposals = 0             # including refused ones
@@ -90,36 +117,45 @@ class Worker:
 
     def __getstate__(self):
         """``delta`` is a view of the wire buffer, which pickling would cut: rebuilt on load."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("delta", "_push")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("delta", "_push", "_intercept_kernel")}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.delta = self.buffer[:self.n]
         self._push = Push(self.delta, self.buffer, 0, -1, 0)
+        if self.owns_intercept:
+            self._intercept_kernel = _kernels.intercept_kernel() if self.state.kernels == "numba" else None
 
     @staticmethod
     def expected_steps(shard, passes) -> int:
-        """Steps a worker takes at most (retained features are skipped): what decides whether the
-        compiled step repays loading it."""
-        return int(passes) * shard.n_local
+        """Steps a worker takes at most (retained features are skipped; ``"auto"`` passes counted
+        as ``EXPECTED_AUTO_PASSES``): what decides whether the compiled step repays loading it."""
+        return (EXPECTED_AUTO_PASSES if passes == "auto" else int(passes)) * shard.n_local
 
     @property
     def done(self) -> bool:
         return self._next_feature(advance=False) is None and not self._carrying
 
     def _next_feature(self, advance=True):
+        """``(pass, local index)`` of the next feature to offer, ``None`` when the passes are done."""
         p_local = self.shard.n_local
-        pass_index, pos = self._pass, self._pos
+        order, retained = self.order, self._retained
+        pass_index, pos, changes = self._pass, self._pos, self._pass_changes
         while pass_index < self.passes:
             while pos < p_local:
-                if not self._retained[pos]:
+                j = order[pos]
+                if not retained[j]:
                     if advance:
-                        self._pass, self._pos = pass_index, pos + 1
-                    return pass_index, pos
+                        self._pass, self._pos, self._pass_changes = pass_index, pos + 1, changes
+                        self.passes_run = max(self.passes_run, pass_index + 1)
+                    return pass_index, j
                 pos += 1
-            pass_index, pos = pass_index + 1, 0
+            if self.auto_passes and changes == 0 and pass_index + 1 >= MIN_AUTO_PASSES:
+                pass_index = self.passes             # a pass that changed nothing: the selection is stable
+                break
+            pass_index, pos, changes = pass_index + 1, 0, 0
         if advance:
-            self._pass, self._pos = pass_index, pos
+            self._pass, self._pos, self._pass_changes = pass_index, pos, changes
         return None
 
     def drop_below(self, threshold: float) -> int:
@@ -150,7 +186,7 @@ class Worker:
         changes not yet pushed), and the push carries both (the driver adds the weights, see
         ``write_push_weights``). A worker done with its passes still returns one last push while it
         has something to carry."""
-        self._cursor_before = (self._pass, self._pos)
+        self._cursor_before = (self._pass, self._pos, self._pass_changes, self.passes_run)
         if others_top is not None:
             self.threshold, smallest = self._threshold(others_top)
             if smallest < self.slack * self.threshold:
@@ -167,10 +203,14 @@ class Worker:
             return push
         self._current = nxt
         j = nxt[1]
-        if self._carrying:
+        if self._carrying or self.owns_intercept:
             if self._view is None:
                 self._view = np.empty(self.n)
-            u = np.add(u, self.carry, out=self._view)
+            if self._carrying:
+                u = np.add(u, self.carry, out=self._view)
+            if self.owns_intercept:
+                self._intercept_step = step = self._newton_intercept(u)
+                u = np.add(u, step, out=self._view)
         try:
             action = self.state.propose(j, self.shard.column(j), u, self.delta)
         except DivergenceError as exc:
@@ -179,11 +219,20 @@ class Worker:
             action = REJECT
         if self._carrying:
             self.delta += self.carry
+        if self.owns_intercept:
+            self.delta += self._intercept_step
         self.buffer[self.n + PUSH_VERSION] = version
         self.proposals += 1
         push = self._push
         push.version_read, push.feature, push.action = int(version), int(self.shard.columns[j]), action
         return push
+
+    def _newton_intercept(self, u) -> float:
+        """The intercept's Newton step at ``u`` (``Loss.intercept_step``; compiled when the step is)."""
+        state = self.state
+        if self._intercept_kernel is not None:
+            return float(self._intercept_kernel(state._loss_code, state.y, u, state._g, self._hess))
+        return state.loss.intercept_step(state.y, u, grad=state._g, hess=self._hess)
 
     def _threshold(self, others_top):
         """``(worker_threshold, smallest own |w|)`` on preallocated scratch (it runs before every
@@ -215,7 +264,10 @@ class Worker:
             return 0
         action, j, left, slot = self.state.commit()
         self.steps += 1
+        self.intercept += self._intercept_step
+        self._intercept_step = 0.0
         if action in (ENTER, SUBSTITUTE):
+            self._pass_changes += 1
             self._retained[j] = True
             if left >= 0:
                 self._retained[left] = False
@@ -232,7 +284,8 @@ class Worker:
         dropped stay dropped; their ``Delta u`` stays in ``carry`` for the next push)."""
         if self._current is not None:
             self.state.discard()
-        self._pass, self._pos = self._cursor_before
+        self._intercept_step = 0.0
+        self._pass, self._pos, self._pass_changes, self.passes_run = self._cursor_before
 
     # -- results ----------------------------------------------------------------------------
     def selection(self):
@@ -240,6 +293,20 @@ class Worker:
         local = self.state.retained
         order = np.argsort(self.shard.columns[local], kind="stable")
         return self.shard.columns[local][order], self.state.weights[order]
+
+    def selection_in_units(self):
+        """``(global indices, coefficients, intercept)`` in the data's own units (the shard's
+        scaling undone; the intercept is this worker's share: ``b`` for its owner, then less
+        ``sum coef * offset`` over its features)."""
+        local = self.state.retained
+        order = np.argsort(self.shard.columns[local], kind="stable")
+        coef, intercept = self.shard.to_units(local[order], self.state.weights[order], self.intercept)
+        return self.shard.columns[local][order], coef, intercept
+
+    def contribution(self) -> np.ndarray:
+        """This worker's share of ``u_C``: ``X_S w_S`` (+ ``b`` for the intercept's owner),
+        recomputed from scratch (for checks; the engine never needs it)."""
+        return self.state.contribution() + self.intercept
 
     def selected_columns(self):
         """Training columns of the retained features (rows, sorted like ``selection``)."""

@@ -45,22 +45,28 @@ def value(code, y, u, tmp):
 
 
 @jit
+def retained_step(XS, m, g, retained_scale, gS, dw, delta):
+    """Alg. 1 line 6: ``gS = X_S^T g``, ``dw = retained_scale gS``, ``delta = X_S^T dw``; returns
+    ``|gS|^2`` (the overflow guard)."""
+    if m == 0:
+        delta[:] = 0.0
+        return 0.0
+    gSm = gS[:m]
+    np.dot(XS[:m], g, gSm)
+    for i in range(m):
+        dw[i] = gS[i] * retained_scale
+    np.dot(dw[:m], XS[:m], delta)
+    return np.dot(gSm, gSm)
+
+
+@jit
 def propose_step(code, XS, m, w, u, y, xj, retained_scale, new_scale, budget, check, decrease_factor,
                  g, gS, dw, new_w, u_next, tmp, delta):
     """Returns ``(action, k, w_j, checked)``; ``action`` is ``DIVERGED`` when the squares of
     the new weights overflow (the caller raises)."""
     n = u.shape[0]
     dloss_raw(code, y, u, g)
-    guard = 0.0
-    if m > 0:
-        gSm = gS[:m]
-        np.dot(XS[:m], g, gSm)
-        for i in range(m):
-            dw[i] = gS[i] * retained_scale
-        np.dot(dw[:m], XS[:m], delta)
-        guard = np.dot(gSm, gSm)
-    else:
-        delta[:] = 0.0
+    guard = retained_step(XS, m, g, retained_scale, gS, dw, delta)
     wj = new_scale * np.dot(xj, g)
     if not math.isfinite(wj * wj + guard):
         return -1, 0, wj, False
@@ -99,4 +105,103 @@ def propose_step(code, XS, m, w, u, y, xj, retained_scale, new_scale, budget, ch
     if action == 1:
         for i in range(n):
             delta[i] += wj * xj[i]
+    return action, k, wj, checked
+
+
+@jit
+def d2loss_raw(code, y, u, out):
+    """``n d^2L/du^2`` into ``out`` (``losses.py``)."""
+    n = u.shape[0]
+    if code == 0:
+        for i in range(n):
+            out[i] = 1.0
+    elif code == 1:
+        for i in range(n):
+            out[i] = 1.0 if y[i] * u[i] < 1.0 else 0.0
+    else:
+        for i in range(n):
+            z = 1.0 / (1.0 + math.exp(-(y[i] * u[i])))
+            out[i] = (1.0 - z) * z
+
+
+@jit
+def intercept_step(code, y, u, g, h):
+    """The Newton step of the intercept at ``u`` (``Loss.intercept_step``); ``g``, ``h`` scratch."""
+    d2loss_raw(code, y, u, h)
+    curvature = h.sum()
+    if not curvature > 0.0:
+        return 0.0
+    dloss_raw(code, y, u, g)
+    return -g.sum() / curvature
+
+
+@jit
+def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, entry_scale,
+                  g, h, v, gS, dw, a, c, u_next, tmp, delta):
+    """The exchange variant's step (``SubstitutionState._propose_exchange``, same arithmetic in the
+    same order). Returns ``(action, k, w_j, checked)``; ``action`` is ``DIVERGED`` when the squares
+    of the new weights overflow."""
+    n = u.shape[0]
+    dloss_raw(code, y, u, g)
+    if code != 0:
+        d2loss_raw(code, y, u, h)
+    guard = retained_step(XS, m, g, retained_scale, gS, dw, delta)
+    gj = np.dot(xj, g)
+    if code == 0:
+        cj = np.dot(xj, xj)
+        for i in range(n):
+            v[i] = xj[i]
+    else:
+        for i in range(n):
+            v[i] = h[i] * xj[i]
+        cj = np.dot(xj, v)
+    if not math.isfinite(gj * gj + guard):
+        return -1, 0, gj, False
+    if not cj > floor:
+        return 3, m, 0.0, False                                         # REJECT: no curvature along x_j
+    wj = -gj / cj
+    if m < budget:
+        wj *= entry_scale
+        for i in range(n):
+            delta[i] += wj * xj[i]
+        return 1, m, wj, False                                          # ENTER
+    np.dot(XS[:m], v, a[:m])
+    if code == 0:
+        for k in range(m):
+            c[k] = curv[k]
+    else:
+        for k in range(m):
+            total = 0.0
+            for i in range(n):
+                total += h[i] * XS[k, i] * XS[k, i]
+            c[k] = total
+    k, best = 0, math.inf
+    for i in range(m):
+        gp = gj - w[i] * a[i]
+        net = -w[i] * gS[i] + 0.5 * w[i] * w[i] * c[i] - 0.5 * gp * gp / cj
+        if net < best:
+            k, best = i, net
+    if not best < 0.0:
+        return 3, k, wj, False                                          # REJECT
+    wj = -(gj - w[k] * a[k]) / cj
+    wk = -(w[k] + dw[k])
+    action, checked = 2, False                                          # SUBSTITUTE
+    if check:
+        for i in range(n):
+            tmp[i] = u[i] + delta[i]
+        f_keep = value(code, y, tmp, u_next)
+        for i in range(n):
+            u_next[i] = tmp[i] + wj * xj[i]
+        for i in range(n):
+            u_next[i] += wk * XS[k, i]
+        f_next = value(code, y, u_next, tmp)
+        checked = True
+        if not f_next < f_keep:
+            action = 3
+    if action == 2:
+        wj *= entry_scale
+        for i in range(n):
+            delta[i] += wj * xj[i]
+        for i in range(n):
+            delta[i] += wk * XS[k, i]
     return action, k, wj, checked

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from ..data.dataset import as_float_matrix, as_label_vector
 from ..errors import InputError
-from ..losses import get_loss
+from ..losses import default_loss_for_labels, get_loss
 
 
 class Parameters:
@@ -44,9 +44,10 @@ class BudgetedSelector(Parameters):
     def _validate_data(self, X, y):
         X = as_float_matrix(X, "X")
         y = as_label_vector(y, X.shape[0], "y")
-        loss = get_loss(self.loss)
+        loss = get_loss(default_loss_for_labels(y) if self.loss == "auto" else self.loss)
         loss.check_labels(y)
         check_budget(self.budget, X.shape[1])
+        self.loss_ = loss.name
         return X, y, loss
 
     def _check_fitted(self):
@@ -61,17 +62,24 @@ class BudgetedSelector(Parameters):
                              f"with {self.n_features_in_}")
         return X
 
-    def _set_selection(self, X, y, loss, support, weights):
-        """Record the selected features and their weights, then (with ``refit``) refit on them."""
-        from .refit import refit as refit_model
+    def _set_selection(self, X, y, loss, support, weights, intercept=None):
+        """Record the selected features and their weights (and the intercept, ``None`` for a model
+        without one), then (with ``refit``) refit on them."""
+        from .refit import refit as refit_model, refit_with_intercept
         p = X.shape[1]
         order = np.argsort(np.asarray(support, dtype=np.intp), kind="stable")
         self.n_features_in_ = p
         self.support_ = np.asarray(support, dtype=np.intp)[order]
         self.raw_coef_ = np.zeros(p)
         self.raw_coef_[self.support_] = np.asarray(weights, dtype=float)[order]
+        self.raw_intercept_ = self.intercept_ = 0.0 if intercept is None else float(intercept)
         self.coef_ = self.raw_coef_.copy()
-        if self.refit and self.support_.size:
+        if not self.refit:
+            return self
+        if intercept is not None:
+            self.coef_[self.support_], self.intercept_ = refit_with_intercept(
+                columns_dense(X, self.support_), y, loss, w0=self.raw_coef_[self.support_], intercept0=intercept)
+        elif self.support_.size:
             self.coef_[self.support_] = refit_model(columns_dense(X, self.support_), y, loss,
                                                     w0=self.raw_coef_[self.support_])
         return self
@@ -92,10 +100,10 @@ class BudgetedSelector(Parameters):
     def decision_function(self, X):
         X = self._check_X(X)
         out = X[:, self.support_] @ self.coef_[self.support_]
-        return np.asarray(out).ravel()
+        return np.asarray(out).ravel() + getattr(self, "intercept_", 0.0)
 
     def predict(self, X):
-        return get_loss(self.loss).predict(self.decision_function(X))
+        return get_loss(getattr(self, "loss_", self.loss)).predict(self.decision_function(X))
 
 
 def check_budget(budget, n_features):

@@ -6,7 +6,8 @@ two matrix-vector products, and their dispatch cost as much time as the products
 arithmetic, in the same order, as the numpy path of ``SubstitutionState.propose`` (which stays the
 reference the tests compare against): the gradient ``n dL/du`` (KDD'16 eqs. 4-5), ``X_S^T g`` and
 ``X_S dw`` through BLAS, ``w_j`` (Alg. 1 line 7), the weakest retained weight (line 11), the
-decrease check (line 12) and ``delta``.
+decrease check (line 12) and ``delta``; ``exchange_step`` is the same for the exchange variant
+(``substitution.py``), and ``intercept_step`` the Newton step of the intercept.
 
 Backends: ``ASYOS_KERNELS=numba|numpy|auto``. ``auto`` (the default) takes the compiled step when
 numba is installed and the learner has at least ``AUTO_MIN_STEPS`` steps to take (passes x its
@@ -47,17 +48,35 @@ def backend(requested: str | None = None, expected_steps: int | None = None) -> 
     return "numba"
 
 
-def propose_kernel():
-    """The compiled ``propose_step`` (compiled on first use, then loaded from numba's cache), or
-    ``None`` without numba."""
+def _module():
+    """``_compiled_step`` (its functions are compiled on first use, then loaded from numba's
+    cache), or ``None`` without numba."""
     global _compiled
     if _compiled is None:
         try:
-            from ._compiled_step import propose_step
-            _compiled = propose_step
+            from . import _compiled_step
+            _compiled = _compiled_step
         except ImportError:
             _compiled = False
     return _compiled or None
+
+
+def propose_kernel():
+    """The compiled ``propose_step`` (KDD'16's step), or ``None`` without numba."""
+    module = _module()
+    return module.propose_step if module else None
+
+
+def exchange_kernel():
+    """The compiled ``exchange_step`` (the exchange variant's step), or ``None`` without numba."""
+    module = _module()
+    return module.exchange_step if module else None
+
+
+def intercept_kernel():
+    """The compiled ``intercept_step``, or ``None`` without numba."""
+    module = _module()
+    return module.intercept_step if module else None
 
 
 def warm_up(chosen: str) -> None:
@@ -69,5 +88,8 @@ def warm_up(chosen: str) -> None:
     n, cap = 4, 3
     XS, w, y, x = np.zeros((cap, n)), np.zeros(cap), np.ones(n), np.ones(n)
     scratch = [np.empty(k) for k in (n, cap, cap, cap, n, n, n)]
+    exchange_scratch = [np.empty(k) for k in (n, n, n, cap, cap, cap, cap, n, n, n)]
     for code in LOSS_CODES.values():
         propose_kernel()(code, XS, 0, w, np.zeros(n), y, x, -0.1, -0.1, 2, True, 0.0, *scratch)
+        exchange_kernel()(code, XS, 0, w, w, np.zeros(n), y, x, -0.1, 2, True, 0.0, 1.0, *exchange_scratch)
+        intercept_kernel()(code, y, np.zeros(n), scratch[0], scratch[4])

@@ -29,16 +29,23 @@ def sequential_os(config):
     from asyos import OnlineSubstitution
     from asyos.problem import open_data_source
     d = open_data_source(config).load()
-    return OnlineSubstitution(budget=8, passes=2, refit=False, random_state=4).fit(d.X, d.y)
+    return OnlineSubstitution(budget=8, passes=2, refit=False, random_state=4, variant=config.variant).fit(d.X, d.y)
+
+
+VARIANTS = ["exchange", "kdd16"]
 
 
 @pytest.mark.mpi(min_size=2)
-def test_one_worker_stepping_one_by_one_is_sequential_os_bit_for_bit():
-    record = run_on_two_ranks(CONFIG.replace(push_mode="each-step"))
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_one_worker_stepping_one_by_one_is_sequential_os_bit_for_bit(variant):
+    """The intercept (exchange), stepped by worker 0 = rank 1, rides in its pushes exactly as in OS."""
+    record = run_on_two_ranks(CONFIG.replace(push_mode="each-step", variant=variant))
     if world().Get_rank() == 0:
-        seq = sequential_os(CONFIG)
+        seq = sequential_os(CONFIG.replace(variant=variant))
         assert record["selected"] == seq.support_.tolist()
         assert record["raw_coef"] == seq.raw_coef_[seq.support_].tolist()     # exact
+        assert record["raw_intercept"] == seq.raw_intercept_
+        assert (seq.raw_intercept_ != 0.0) == (variant == "exchange")
         assert record["staleness"]["max"] == 0 and record["steps_per_push"] == 1
 
 
@@ -54,14 +61,16 @@ def test_one_pipelined_worker_is_sequential_os_up_to_rounding():
 
 
 @pytest.mark.mpi(min_size=2)
-def test_one_worker_on_shared_memory_is_sequential_os_bit_for_bit():
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_one_worker_on_shared_memory_is_sequential_os_bit_for_bit(variant):
     """It reads u_C = its own row, which it built by adding each step's delta, as sequential OS does."""
-    record = run_on_two_ranks(CONFIG)                     # auto: one node, so shared memory
+    record = run_on_two_ranks(CONFIG.replace(variant=variant))          # auto: one node, so shared memory
     if world().Get_rank() == 0:
-        seq = sequential_os(CONFIG)
+        seq = sequential_os(CONFIG.replace(variant=variant))
         assert record["transport"] == "shared-memory" and record["push_mode"] is None
         assert record["selected"] == seq.support_.tolist()
         assert record["raw_coef"] == seq.raw_coef_[seq.support_].tolist()     # exact
+        assert record["raw_intercept"] == seq.raw_intercept_
         assert record["staleness"]["max"] == 0 and record["pushes"] == record["steps"]
 
 
@@ -80,7 +89,7 @@ def test_central_state_equals_the_workers_final_model(transport):
         d = open_data_source(CONFIG).load()
         candidates = record["candidates"]
         assert set(record["selected"]) <= set(candidates["features"])
-        u = d.X[:, candidates["features"]] @ np.array(candidates["weights"])
+        u = d.X[:, candidates["features"]] @ np.array(candidates["coef"]) + candidates["intercept"]
         expected = get_loss("squared").value(d.y, u)
         assert record["metrics"]["objective_candidates"] == pytest.approx(expected, rel=1e-9)
         assert record["n_workers"] == world().Get_size() - 1
@@ -139,8 +148,7 @@ def test_shared_state_counts_a_write_in_progress_as_unseen():
         assert int(state.refused[0]) == 2 and int(state.proposals[0]) == worker.proposals + 1
         assert sum(hist) == worker.steps and sum(hist[1:]) == 0
         u = np.empty(d.X.shape[0])
-        selected, weights = worker.selection()
-        np.testing.assert_allclose(state.read(u), d.X[:, selected] @ weights + other, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(state.read(u), worker.contribution() + other, rtol=1e-9, atol=1e-12)
     finally:
         state.free()
 
@@ -169,11 +177,10 @@ def test_shared_state_carries_the_global_budget():
             u = state.read(np.empty(d.X.shape[0]))
             if other_weight:
                 assert worker.state.size == 0 and worker.steps > 0     # every entry refused
-                np.testing.assert_allclose(u, 0.0, atol=1e-9)
+                np.testing.assert_allclose(u, worker.intercept, atol=1e-9)   # the intercept alone
             else:
                 assert worker.state.size == 8 and worker.dropped == 0
-                selected, weights = worker.selection()
-                np.testing.assert_allclose(u, d.X[:, selected] @ weights, rtol=1e-9, atol=1e-12)
+                np.testing.assert_allclose(u, worker.contribution(), rtol=1e-9, atol=1e-12)
             np.testing.assert_array_equal(np.sort(state.weights[0][:worker.state.size]),
                                           np.sort(np.abs(worker.state.weights)))
             assert not state.weights[0][worker.state.size:].any()
