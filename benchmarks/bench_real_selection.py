@@ -1,0 +1,700 @@
+"""Online Substitution against the strongest peers on every real data set, at equal feature budgets.
+
+Question: on each real data set, with the same number ``k`` of features, how good is asyos's Online
+Substitution (OS) selection compared with the best of abess, an l1 path tuned to ``k`` and univariate
+filtering, in test accuracy (classification) or test ``R^2`` (regression), and at what fit time?
+
+Data (``../shared/datasets`` next to the repository, ``$ASYOS_DATASETS`` or ``--data-dir``; see its
+README.md), each read with ``asyos.data.io.load_dataset`` and, where a train/test split is given,
+pooled (train rows, then test rows); sparse sets stay CSR:
+
+* classification (labels in {-1, +1}): arcene, madelon (dense), dexter, basehock, pcmac, farm_ads
+  (sparse), sklearn_breast_cancer (dense);
+* regression: cpu_act, satellite_image, sklearn_diabetes (dense);
+* two generated sets (said so in the output): ``digits-0-vs-rest`` (scikit-learn's bundled digits,
+  +1 for a 0 and -1 otherwise, about 10 % positive, dense) and ``pcmac-imbalanced`` (pcmac with the
+  positive class subsampled, ``numpy.random.default_rng(0)``, to 1/9 of the negatives, about 10 %
+  positive, sparse).
+
+Protocol: 5-fold cross-validation (``StratifiedKFold`` for classification, ``KFold`` for regression,
+``shuffle=True, random_state=0``); ``k`` in {10, 50}, each taken as ``min(k, p)`` (a ``k`` that then
+equals another is run once); seed of fold ``f`` = ``f``. Score: test accuracy, or test
+``R^2 = 1 - mean((y - pred)^2) / var(y_test)``; mean ± std over the folds; fit time per method is
+the mean over the folds. Methods (each evaluates its own fitted model on the test fold):
+
+* ``os``: ``OnlineSubstitution(budget=k, loss=...)`` with its defaults otherwise (squared loss for
+  regression, squared hinge for classification, passed explicitly); ``os-kdd16``: the same with
+  ``variant="kdd16"``, run only where the estimator has that parameter; ``os-sim12``:
+  ``AsyncOnlineSubstitution`` with ``min(12, p)`` simulated workers (staleness simulator);
+* ``os-mpi5``: ``mpiexec -n 5 python -m asyos.run --data FOLD --budget k --seed f`` (4 workers and
+  the central process) on ``--mpi-sets`` only (default pcmac and satellite_image): each fold's
+  train and test split is written to a temporary file that ``load_dataset`` reads, and the test
+  fold is predicted from the run's ``selected``, ``coef`` (and ``intercept`` when the record has
+  one). Its time is the run's ``timing.async_s`` (the asynchronous phase; ``wall_s`` when absent):
+  start-up and data loading are not counted. On a 2-core machine 5 ranks are oversubscribed, so
+  these times say little about the method's speed;
+* ``b-arda`` (``BudgetedARDA``, classification only) and ``ofsa`` (``OFSA`` on the running averages;
+  fitted on the columns not constant on the training fold, skipped where their ``p x p`` averages
+  would exceed 2 GB);
+* peers: ``abess`` (``abess.linear`` with ``support_size=[k]`` on a dense copy of the columns not
+  constant on the training fold, its own fitted model; skipped where that copy would exceed
+  2 GB), ``l1+refit`` (Lasso or l1 logistic regression on scaled columns, bisection on the log of
+  the l1 weight until exactly ``k`` non-zeros, else the ``k`` largest of the nearest path point
+  above ``k``) and ``kbest+refit`` (``SelectKBest`` with the F statistic); both refit with asyos's
+  ``refit_with_intercept`` (squared loss, or squared hinge for classification).
+
+Each method is fitted once on a tiny problem before the measured fits, so that imports and compilation
+are not timed. Each method is a function ``(X_train, y_train, k, task, seed) -> (predict, support,
+seconds, info)``; a fit that fails is recorded with its error and the run goes on.
+
+Printed: one table of scores per task, with the best peer and the gaps of ``os`` and ``os-sim12``
+to it, then one table of fit times as ratios to ``kbest+refit``'s time in the same run.
+
+    python benchmarks/bench_real_selection.py                   # every set, k in {10, 50}, 5 folds
+    python benchmarks/bench_real_selection.py --quick           # seconds, for CI
+    python benchmarks/bench_real_selection.py --sets cpu_act,madelon --methods os,abess,kbest+refit
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import shutil
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from asyos.benchmarking.common import (Run, choose_profile, datasets_dir, fmt, mean_std, mpiexec_path, parser,
+                                       plot, print_table, run_asyos, sparse_stand_in)
+
+CLASSIFICATION = ("arcene", "dexter", "basehock", "pcmac", "pcmac-imbalanced", "farm_ads", "madelon",
+                  "sklearn_breast_cancer", "digits-0-vs-rest")
+REGRESSION = ("cpu_act", "satellite_image", "sklearn_diabetes")
+DATASETS = CLASSIFICATION + REGRESSION
+STAND_IN = "stand-in"
+# where each shared set lives under the data directory
+FILES = {"arcene": "arcene/arcene.npz", "madelon": "madelon/madelon.npz", "cpu_act": "cpu_act/cpu_act.npz",
+         "satellite_image": "satellite_image/satellite_image.npz",
+         "sklearn_breast_cancer": "sklearn_breast_cancer/breast_cancer.npz",
+         "sklearn_diabetes": "sklearn_diabetes/diabetes.npz",
+         "dexter": "dexter", "basehock": "basehock", "pcmac": "pcmac", "farm_ads": "farm_ads",
+         "pcmac-imbalanced": "pcmac"}
+GENERATED = {"digits-0-vs-rest": "generated: scikit-learn digits, 0 vs the rest",
+             "pcmac-imbalanced": "generated: pcmac, positives subsampled to 1/9 of the negatives",
+             STAND_IN: "synthetic sparse stand-in (NOT real data)"}
+
+OS_FAMILY = ("os", "os-kdd16", "os-sim12", "os-mpi5", "b-arda", "ofsa")
+PEERS = ("abess", "l1+refit", "kbest+refit")
+METHODS = OS_FAMILY + PEERS
+BASELINE = "kbest+refit"
+GAP_METHODS = ("os", "os-sim12")
+DENSE_LIMIT_BYTES = 2e9         # largest dense copy (abess) or p x p averages (OFSA) made
+L1_STEPS = 30                   # bisection steps on log(l1 weight)
+L1_RANGE = 1e4                  # the l1 weight is searched over [w_max / L1_RANGE, w_max] ...
+L1_EXTEND = 2                   # ... widened by L1_RANGE at most this often when that end has < k features
+
+PROFILES = {
+    "paper": {"datasets": list(DATASETS), "ks": [10, 50], "folds": 5, "methods": list(METHODS),
+              "mpi_sets": ["pcmac", "satellite_image"], "mpi_folds": None},
+    "quick": {"datasets": ["sklearn_breast_cancer", "sklearn_diabetes"], "ks": [5], "folds": 2,
+              "methods": list(METHODS), "mpi_sets": ["sklearn_diabetes"], "mpi_folds": 1},
+}
+
+
+# -- data -------------------------------------------------------------------------------------------
+def task_of(name):
+    return "regression" if name in REGRESSION else "classification"
+
+
+def missing_data(data_dir, names):
+    """Why ``names`` cannot be read from ``data_dir`` (``None`` when they can)."""
+    if not os.path.isdir(data_dir):
+        return (f"data directory not found: {data_dir} (the shared datasets are expected at ../shared/datasets "
+                f"next to the repository root; pass --data-dir DIR or set ASYOS_DATASETS)")
+    missing = [n for n in names if n in FILES and not os.path.exists(os.path.join(data_dir, FILES[n]))]
+    if missing:
+        return f"data directory {data_dir} lacks {', '.join(missing)} (see its README.md)"
+    return None
+
+
+def pooled(path):
+    """``(X, y)`` of a shared data set, its train and test rows stacked when it has a split."""
+    from asyos.data.io import load_dataset
+    d = load_dataset(path)
+    if not d.has_test:
+        return d.X, d.y
+    if sp.issparse(d.X):
+        return sp.vstack([d.X, d.X_test]).tocsr(), np.concatenate([d.y, d.y_test])
+    return np.vstack([d.X, d.X_test]), np.concatenate([d.y, d.y_test])
+
+
+def load(data_dir, name):
+    """``(X, y, source)``: float64 dense or CSR ``X``, float labels, and where the data came from."""
+    if name == STAND_IN:
+        X, y, Xt, yt = sparse_stand_in()
+        return sp.vstack([X, Xt]).tocsr(), np.concatenate([y, yt]), GENERATED[name]
+    if name == "digits-0-vs-rest":
+        from sklearn.datasets import load_digits
+        digits = load_digits()
+        return digits.data.astype(np.float64), np.where(digits.target == 0, 1.0, -1.0), GENERATED[name]
+    if name == "sklearn_diabetes" and (data_dir is None or not os.path.exists(os.path.join(data_dir, FILES[name]))):
+        from sklearn.datasets import load_diabetes
+        X, y = load_diabetes(return_X_y=True, scaled=False)
+        return X.astype(np.float64), y.astype(np.float64), "real (scikit-learn's bundled copy)"
+    X, y = pooled(os.path.join(data_dir, FILES[name]))
+    if name == "pcmac-imbalanced":
+        rng = np.random.default_rng(0)
+        pos, neg = np.flatnonzero(y > 0), np.flatnonzero(y < 0)
+        keep = np.sort(np.concatenate([neg, rng.choice(pos, max(1, round(neg.size / 9)), replace=False)]))
+        X, y = X[keep], y[keep]
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        X.sum_duplicates()
+        X.sort_indices()
+    else:
+        X = np.asarray(X, dtype=np.float64)
+    return X, np.asarray(y, dtype=np.float64), GENERATED.get(name, "real")
+
+
+def folds_of(X, y, task, n_folds):
+    from sklearn.model_selection import KFold, StratifiedKFold
+    cv = (StratifiedKFold if task == "classification" else KFold)(n_splits=n_folds, shuffle=True, random_state=0)
+    return list(cv.split(np.zeros(X.shape[0]), y))
+
+
+def budgets_for(ks, p):
+    """``min(k, p)`` for each ``k``, without repeats, in order."""
+    out = []
+    for k in ks:
+        k = min(int(k), p)
+        if k not in out:
+            out.append(k)
+    return out
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+def columns(X, support):
+    """Dense ``(n, len(support))`` block of the given columns."""
+    block = X[:, np.asarray(support, dtype=np.intp)]
+    return block.toarray() if sp.issparse(block) else np.asarray(block)
+
+
+def non_constant(X):
+    """Indices of the columns of ``X`` that are not constant (implicit zeros counted for CSR)."""
+    if sp.issparse(X):
+        X = X.tocsc()
+        lo = X.min(axis=0).toarray().ravel()
+        hi = X.max(axis=0).toarray().ravel()
+        return np.flatnonzero(hi > lo)
+    return np.flatnonzero(np.ptp(X, axis=0) > 0)
+
+
+def loss_name(task):
+    return "squared" if task == "regression" else "squared_hinge"
+
+
+def sign(u):
+    return np.where(np.asarray(u) >= 0, 1.0, -1.0)
+
+
+def score(task, y, pred):
+    """Accuracy, or ``R^2 = 1 - mean((y - pred)^2) / var(y)``."""
+    pred = np.asarray(pred, dtype=float).ravel()
+    if task == "classification":
+        return float(np.mean(sign(pred) == y))
+    var = float(np.var(y))
+    return 1.0 - float(np.mean((y - pred) ** 2)) / var if var > 0 else float("nan")
+
+
+class Skip(Exception):
+    """A method that does not apply here (the reason is printed and kept in the summary)."""
+
+
+def refit_predictor(X_train, y_train, support, task):
+    """asyos's refit with intercept on ``support``; returns the test predictor."""
+    from asyos.learners.refit import refit_with_intercept
+    from asyos.losses import get_loss
+    support = np.asarray(support, dtype=np.intp)
+    coef, b = refit_with_intercept(columns(X_train, support), y_train, get_loss(loss_name(task)))
+    return lambda X: columns(X, support) @ coef + b
+
+
+def own_model(est):
+    return lambda X: est.predict(X)
+
+
+# -- methods: (X_train, y_train, k, task, seed) -> (predict, support, seconds, info) -----------------
+def fit_os(X, y, k, task, seed, **params):
+    from asyos import OnlineSubstitution
+    est = OnlineSubstitution(budget=k, loss=loss_name(task), random_state=seed, **params)
+    t0 = time.perf_counter()
+    est.fit(X, y)
+    return own_model(est), est.support_, time.perf_counter() - t0, {}
+
+
+def has_kdd16_variant():
+    from asyos import OnlineSubstitution
+    return "variant" in OnlineSubstitution().get_params()
+
+
+def fit_os_kdd16(X, y, k, task, seed):
+    if not has_kdd16_variant():
+        raise Skip("OnlineSubstitution has no 'variant' parameter yet")
+    return fit_os(X, y, k, task, seed, variant="kdd16")
+
+
+def fit_os_sim12(X, y, k, task, seed):
+    from asyos import AsyncOnlineSubstitution
+    est = AsyncOnlineSubstitution(budget=k, n_workers=min(12, X.shape[1]), loss=loss_name(task), random_state=seed)
+    t0 = time.perf_counter()
+    est.fit(X, y)
+    return own_model(est), est.support_, time.perf_counter() - t0, {}
+
+
+def fit_b_arda(X, y, k, task, seed):
+    if task != "classification":
+        raise Skip("B-ARDA is a classifier")
+    from asyos import BudgetedARDA
+    est = BudgetedARDA(budget=k, random_state=seed)
+    t0 = time.perf_counter()
+    est.fit(X, y)
+    seconds = time.perf_counter() - t0
+    return own_model(est), np.flatnonzero(est.coef_), seconds, {}
+
+
+def fit_ofsa(X, y, k, task, seed):
+    from asyos import OFSA
+    keep = non_constant(X)
+    if keep.size ** 2 * 8 > DENSE_LIMIT_BYTES:
+        raise Skip(f"its {keep.size} x {keep.size} running averages would take "
+                   f"{keep.size ** 2 * 8 / 1e9:.1f} GB")
+    est = OFSA(budget=min(k, keep.size), task=task)
+    t0 = time.perf_counter()
+    est.fit(X[:, keep], y)
+    support = keep[est.support_]
+    seconds = time.perf_counter() - t0
+    return (lambda Xt: est.predict(Xt[:, keep])), support, seconds, {"columns_used": int(keep.size)}
+
+
+def fit_abess(X, y, k, task, seed):
+    try:
+        from abess.linear import LinearRegression, LogisticRegression
+    except ImportError:
+        raise Skip("abess is not installed (pip install abess)") from None
+    keep = non_constant(X)              # abess refuses constant columns
+    if X.shape[0] * keep.size * 8 > DENSE_LIMIT_BYTES:
+        raise Skip(f"a dense copy of its {X.shape[0]} x {keep.size} training columns would take "
+                   f"{X.shape[0] * keep.size * 8 / 1e9:.1f} GB")
+    t0 = time.perf_counter()
+    D = columns(X, keep)
+    size = min(k, keep.size)
+    if task == "classification":
+        est = LogisticRegression(support_size=[size])
+        est.fit(D, (y > 0).astype(np.float64))
+        predict = lambda Xt: np.where(est.predict(columns(Xt, keep)) > 0.5, 1.0, -1.0)  # noqa: E731
+    else:
+        est = LinearRegression(support_size=[size])
+        est.fit(D, y)
+        predict = lambda Xt: est.predict(columns(Xt, keep))  # noqa: E731
+    seconds = time.perf_counter() - t0
+    return predict, keep[np.flatnonzero(est.coef_)], seconds, {"columns_used": int(keep.size)}
+
+
+def l1_logistic(C, seed):
+    """An l1-penalised logistic regression (liblinear), in the installed scikit-learn's own terms."""
+    from sklearn.linear_model import LogisticRegression
+    default = inspect.signature(LogisticRegression.__init__).parameters["penalty"].default
+    kind = {"l1_ratio": 1.0} if default == "deprecated" else {"penalty": "l1"}
+    return LogisticRegression(C=C, solver="liblinear", random_state=seed, max_iter=1000, **kind)
+
+
+def fit_l1_refit(X, y, k, task, seed):
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import Lasso
+    from sklearn.preprocessing import MaxAbsScaler, StandardScaler
+    from sklearn.svm import l1_min_c
+    t0 = time.perf_counter()
+    Xs = (MaxAbsScaler() if sp.issparse(X) else StandardScaler()).fit_transform(X)
+    if task == "regression":
+        w_max = float(np.max(np.abs(Xs.T @ (y - y.mean())))) / X.shape[0]
+        lasso = Lasso(alpha=w_max, max_iter=10000, warm_start=True)
+
+        def coef_at(log_w):             # a larger alpha gives fewer features
+            lasso.set_params(alpha=math.exp(log_w))
+            return lasso.fit(Xs, y).coef_.copy()
+        dense_end, sparse_end = math.log(w_max / L1_RANGE), math.log(w_max)
+    else:
+        c_min = float(l1_min_c(Xs, y, loss="log"))
+
+        def coef_at(log_w):             # a larger C gives more features
+            return l1_logistic(math.exp(log_w), seed).fit(Xs, y).coef_.ravel().copy()
+        dense_end, sparse_end = math.log(c_min * L1_RANGE), math.log(c_min)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        coef = coef_at(dense_end)
+        steps = 1
+        for _ in range(L1_EXTEND):      # e.g. k = p: the dense end may still miss a few columns
+            if np.count_nonzero(coef) >= k:
+                break
+            sparse_end, dense_end = dense_end, dense_end + (1 if task == "classification" else -1) * math.log(L1_RANGE)
+            coef = coef_at(dense_end)
+            steps += 1
+        above = coef                    # the path point nearest k from above seen so far
+        lo, hi = dense_end, sparse_end  # nnz(lo) >= k > nnz(hi)
+        while np.count_nonzero(coef) != k and np.count_nonzero(above) > k and steps < L1_STEPS + L1_EXTEND:
+            mid = 0.5 * (lo + hi)
+            coef = coef_at(mid)
+            steps += 1
+            if np.count_nonzero(coef) >= k:
+                lo, above = mid, coef
+            else:
+                hi = mid
+    nnz = int(np.count_nonzero(coef))
+    if nnz != k:
+        coef = above
+    order = np.argsort(-np.abs(coef), kind="stable")
+    support = np.sort(order[:min(k, int(np.count_nonzero(coef)))])
+    predict = refit_predictor(X, y, support, task)
+    seconds = time.perf_counter() - t0
+    unconverged = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+    return predict, support, seconds, {"l1_fits": steps, "l1_nnz": int(np.count_nonzero(coef)),
+                                       "l1_exact": nnz == k, "l1_unconverged": unconverged}
+
+
+def fit_kbest_refit(X, y, k, task, seed):
+    from sklearn.feature_selection import SelectKBest, f_classif, f_regression
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", UserWarning)        # "Features ... are constant"
+        warnings.simplefilter("ignore", RuntimeWarning)
+        selector = SelectKBest(f_classif if task == "classification" else f_regression, k=k).fit(X, y)
+    support = selector.get_support(indices=True)
+    predict = refit_predictor(X, y, support, task)
+    return predict, support, time.perf_counter() - t0, {}
+
+
+def fit_os_mpi5(X, y, k, task, seed, *, X_test, y_test):
+    """``asyos.run`` under ``mpiexec -n 5`` on this fold, written to a temporary file."""
+    tmp = tempfile.mkdtemp(prefix="asyos-fold-")
+    try:
+        if sp.issparse(X):
+            path = os.path.join(tmp, "fold")
+            os.makedirs(path)
+            sp.save_npz(os.path.join(path, "X_train.npz"), sp.csr_matrix(X))
+            sp.save_npz(os.path.join(path, "X_test.npz"), sp.csr_matrix(X_test))
+            np.save(os.path.join(path, "y_train.npy"), y)
+            np.save(os.path.join(path, "y_test.npy"), y_test)
+        else:
+            path = os.path.join(tmp, "fold.npz")
+            np.savez(path, X_train=X, y_train=y, X_test=X_test, y_test=y_test)
+        try:
+            record, command_s = run_asyos(["--data", path, "--budget", k, "--seed", seed], ranks=5)
+        except SystemExit as exc:       # run_asyos reports a failed command this way
+            raise RuntimeError(str(exc)) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    selected = np.asarray(record["selected"], dtype=np.intp)
+    coef = np.asarray(record["coef"], dtype=float)
+    intercept = float(record.get("intercept", 0.0))
+    timing = record.get("timing", {})
+    clock = "async_s" if "async_s" in timing else "wall_s"
+    predict = lambda Xt: columns(Xt, selected) @ coef + intercept  # noqa: E731
+    u = predict(X_test)             # cross-check: the run's own test error against this prediction's
+    ours = (float(np.mean(sign(u) != y_test)) if task == "classification"
+            else float(np.sqrt(np.mean((u - y_test) ** 2))))
+    return predict, selected, float(timing[clock]), {
+        "clock": clock, "command_s": command_s, "has_intercept": "intercept" in record,
+        "record_test_error": record.get("metrics", {}).get("test_error"), "test_error_here": ours,
+        "loss": record["problem"].get("loss")}
+
+
+FITS = {"os": fit_os, "os-kdd16": fit_os_kdd16, "os-sim12": fit_os_sim12, "os-mpi5": fit_os_mpi5,
+        "b-arda": fit_b_arda, "ofsa": fit_ofsa, "abess": fit_abess, "l1+refit": fit_l1_refit,
+        "kbest+refit": fit_kbest_refit}
+
+
+# -- the protocol -----------------------------------------------------------------------------------
+def warm_up(methods, tasks):
+    """Fit every method once on a tiny problem, untimed, so that imports and compilation are not
+    counted in the first measured fit."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 24))
+    for task in tasks:
+        y = X[:, :3].sum(axis=1) + 0.1 * rng.standard_normal(80)
+        if task == "classification":
+            y = sign(y)
+        for method in methods:
+            if method == "os-mpi5":
+                continue
+            try:
+                with warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore")
+                    predict, *_ = FITS[method](X[:60], y[:60], 3, task, 0)
+                    predict(X[60:])
+            except Exception:           # Skip, or a real problem that the measured fits will report
+                pass
+
+
+def run_dataset(run, profile, name, X, y, source, notes):
+    task = task_of(name)
+    n, p = X.shape
+    ks = budgets_for(profile["ks"], p)
+    folds = folds_of(X, y, task, profile["folds"])
+    mpi_here = "os-mpi5" in profile["methods"] and name in profile["mpi_sets"]
+    if mpi_here and profile["mpiexec"] is None:
+        note(notes, name, "os-mpi5", "mpiexec not found (pip install 'asyos[mpi]')")
+        mpi_here = False
+    mpi_folds = len(folds) if profile["mpi_folds"] is None else profile["mpi_folds"]
+    skipped = set()
+    t_set = time.perf_counter()
+    for fold, (train, test) in enumerate(folds):
+        Xtr, ytr, Xte, yte = X[train], y[train], X[test], y[test]
+        for k in ks:
+            for method in profile["methods"]:
+                if method == "os-mpi5":
+                    if not mpi_here or fold >= mpi_folds:
+                        continue
+                    fn = lambda *a: fit_os_mpi5(*a, X_test=Xte, y_test=yte)  # noqa: E731
+                else:
+                    fn = FITS[method]
+                if method in skipped:
+                    continue
+                rec = {"dataset": name, "task": task, "source": source, "k": k, "method": method, "fold": fold,
+                       "seed": fold, "n_train": int(train.size), "n_test": int(test.size), "p": p,
+                       "sparse": bool(sp.issparse(X))}
+                try:
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always")
+                        predict, support, seconds, info = fn(Xtr, ytr, k, task, fold)
+                        pred = predict(Xte)
+                except Skip as why:
+                    note(notes, name, method, str(why))
+                    skipped.add(method)
+                    continue
+                except Exception as exc:     # keep going: the failure is recorded with the unit
+                    rec.update(score=None, seconds=None, error=f"{type(exc).__name__}: {exc}"[:2000])
+                    print(f"   {name} k={k} fold {fold} {method}: FAILED {rec['error'][:300]}", flush=True)
+                    run.unit(rec)
+                    continue
+                rec.update(score=score(task, yte, pred), seconds=float(seconds),
+                           n_selected=int(len(support)), support=[int(j) for j in support], **info)
+                messages = sorted({f"{w.category.__name__}: {str(w.message)[:200]}" for w in caught})
+                if messages:
+                    rec["warnings"] = messages[:5]
+                run.unit(rec)
+    print(f"{name} ({source}): {task}, n = {n}, p = {p}{' (sparse)' if sp.issparse(X) else ''}, "
+          f"k in {ks}, {len(folds)} folds in {time.perf_counter() - t_set:.1f} s", flush=True)
+    remarks(run.units, name, notes)
+    return {"task": task, "source": source, "n": n, "p": p, "ks": ks, "sparse": bool(sp.issparse(X)),
+            "positive_fraction": float(np.mean(y > 0)) if task == "classification" else None}
+
+
+def remarks(units, name, notes):
+    """Notes on what the scores hide: l1 paths short of k, warnings raised during the fits."""
+    mine = [u for u in units if u["dataset"] == name and u.get("score") is not None]
+    short = [u for u in mine if u["method"] == "l1+refit" and u["n_selected"] < u["k"]]
+    if short:
+        line = (f"{name}: l1+refit selected fewer than k on {len(short)} fold-budget pair(s) (the path did not "
+                f"reach k: " + ", ".join(f"k={u['k']}: {u['n_selected']}" for u in short[:4]) + ")")
+        notes.append(line)
+        print(f"   NOTE {line}", flush=True)
+    for method in dict.fromkeys(u["method"] for u in mine):
+        warned = [u for u in mine if u["method"] == method and u.get("warnings")]
+        if warned:
+            total = sum(u["method"] == method for u in mine)
+            line = (f"{name}: {method} warned on {len(warned)} of {total} fits, e.g. "
+                    f"{warned[0]['warnings'][0][:160]}")
+            notes.append(line)
+            print(f"   NOTE {line}", flush=True)
+
+
+def note(notes, name, method, text):
+    line = f"{name}: {method} skipped: {text}"
+    if line not in notes:
+        notes.append(line)
+        print(f"   NOTE {line}", flush=True)
+
+
+# -- summary and tables -----------------------------------------------------------------------------
+def summarise(units, datasets, methods):
+    out = {}
+    for name, meta in datasets.items():
+        per_k = {}
+        for k in meta["ks"]:
+            cell = {}
+            for m in methods:
+                mine = [u for u in units if u["dataset"] == name and u["k"] == k and u["method"] == m]
+                if not mine:
+                    continue
+                mean, std = mean_std([u["score"] for u in mine])
+                sec = mean_std([u["seconds"] for u in mine])[0]
+                cell[m] = {"mean": mean, "std": std, "seconds": sec, "folds": sum(u["score"] is not None for u in mine),
+                           "failed": sum(u["score"] is None for u in mine),
+                           "n_selected": mean_std([u.get("n_selected") for u in mine])[0]}
+            peers = [(cell[m]["mean"], m) for m in PEERS if m in cell and cell[m]["mean"] is not None]
+            best = max(peers) if peers else None
+            gaps = {m: cell[m]["mean"] - best[0] for m in OS_FAMILY
+                    if best and m in cell and cell[m]["mean"] is not None}
+            base = cell.get(BASELINE, {}).get("seconds")
+            ratios = {m: c["seconds"] / base for m, c in cell.items() if base and c["seconds"] is not None}
+            per_k[str(k)] = {"methods": cell, "best_peer": {"method": best[1], "score": best[0]} if best else None,
+                             "gaps_to_best_peer": gaps, "time_ratio_to_baseline": ratios}
+        out[name] = {**meta, "results": per_k}
+    return out
+
+
+def print_tables(summary, methods, profile):
+    for task, metric in (("classification", "test accuracy"), ("regression", "test R^2")):
+        names = [n for n in summary if summary[n]["task"] == task]
+        if not names:
+            continue
+        shown = [m for m in methods if any(m in summary[n]["results"][str(k)]["methods"]
+                                           for n in names for k in summary[n]["ks"])]
+        gap_cols = [m for m in GAP_METHODS if m in shown]
+        rows, trows = [], []
+        for n in names:
+            for k in summary[n]["ks"]:
+                r = summary[n]["results"][str(k)]
+                cell = r["methods"]
+                best = r["best_peer"]
+                rows.append([label(n, summary), k] + [cell_text(cell.get(m)) for m in shown]
+                            + [f"{best['method']} {best['score']:.3f}" if best else "-"]
+                            + [f"{r['gaps_to_best_peer'][m]:+.3f}" if m in r["gaps_to_best_peer"] else "-"
+                               for m in gap_cols])
+                base = cell.get(BASELINE, {}).get("seconds")
+                trows.append([label(n, summary), k]
+                             + [(f"{cell[m]['seconds'] / base:.1f}x" if base else f"{cell[m]['seconds']:.3f}s")
+                                if m in cell and cell[m]["seconds"] is not None else "-" for m in shown]
+                             + [f"{base:.3f}" if base else "-"])
+        print_table(f"{task}: {metric}, mean over {profile['folds']} folds (std in the JSON); gap = method - best "
+                    f"peer", ["data set", "k", *shown, "best peer", *(f"{m} gap" for m in gap_cols)], rows)
+        print_table(f"{task}: fit time per fold as a ratio to {BASELINE}'s (same run), and {BASELINE}'s seconds",
+                    ["data set", "k", *shown, f"{BASELINE} s"], trows)
+    mpi = (f" os-mpi5: only on --mpi-sets ({', '.join(profile['mpi_sets']) or 'none'}); its time is the run's "
+           "timing.async_s (the asynchronous phase; wall_s when absent), start-up and data loading excluded; 5 ranks "
+           "on a 2-core machine are oversubscribed." if "os-mpi5" in methods else "")
+    print("Footnotes: '-' = not run (see the notes), 'failed' = every fold failed (the error is in the unit)." + mpi +
+          " abess's time includes its dense copy; l1+refit's the whole bisection and the refit; kbest+refit's the "
+          "F statistics and the refit.", flush=True)
+
+
+def cell_text(cell):
+    """A method's mean score; '-' when it did not run, 'failed' when every fold failed."""
+    if cell is None:
+        return "-"
+    return "failed" if cell["mean"] is None else fmt(cell["mean"])
+
+
+def label(name, summary):
+    return f"{name} (gen.)" if summary[name]["source"].startswith(("generated", "synthetic")) else name
+
+
+def draw(run, summary, methods):
+    markers = dict(zip(METHODS, "o^vDsPxh*"))
+    colors = {m: f"C{i}" for i, m in enumerate(METHODS)}        # the same in every panel
+
+    def draw_fn(plt):
+        tasks = [t for t in ("classification", "regression") if any(s["task"] == t for s in summary.values())]
+        rows = {t: [(n, k) for n, s in summary.items() if s["task"] == t for k in s["ks"]] for t in tasks}
+        fig, axes = plt.subplots(len(tasks), 1, figsize=(max(7.0, 0.7 * max(len(r) for r in rows.values())),
+                                                          4.0 * len(tasks)), squeeze=False)
+        for ax, task in zip(axes[:, 0], tasks):
+            for i, m in enumerate(methods):
+                xs, ys = [], []
+                for x, (n, k) in enumerate(rows[task]):
+                    c = summary[n]["results"][str(k)]["methods"].get(m)
+                    if c and c["mean"] is not None:
+                        xs.append(x + (i - (len(methods) - 1) / 2) * 0.06)
+                        ys.append(c["mean"])
+                if xs:
+                    ax.plot(xs, ys, ls="none", marker=markers[m], markersize=6, label=m, color=colors[m],
+                            fillstyle="none" if m in PEERS else "full")
+            ax.set_xticks(range(len(rows[task])))
+            ax.set_xticklabels([f"{n}\nk={k}" for n, k in rows[task]], fontsize=7, rotation=30)
+            ax.set_ylabel("test accuracy" if task == "classification" else "test R^2")
+            ax.set_title(f"{task}: each method's mean over the folds (open markers: peers)", fontsize=9)
+            ax.grid(axis="y", alpha=0.3)
+            ax.legend(fontsize=7, ncol=3)
+    plot(os.path.join(run.args.output, "real_selection.png"), draw_fn)
+
+
+# -- main -------------------------------------------------------------------------------------------
+def names_option(text, allowed, option):
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        raise SystemExit(f"{option}: unknown {', '.join(unknown)}; choose from {', '.join(allowed)}")
+    return names
+
+
+def main():
+    p = parser(__doc__.splitlines()[0], prog="bench_real_selection.py", data_dir=True)
+    p.add_argument("--sets", help=f"comma-separated subset of {','.join(DATASETS)} (default: the profile's)")
+    p.add_argument("--ks", help="comma-separated feature budgets (default 10,50; quick 5)")
+    p.add_argument("--methods", help=f"comma-separated subset of {','.join(METHODS)} (default: all)")
+    p.add_argument("--mpi-sets", help="sets on which os-mpi5 runs (default pcmac,satellite_image; '' for none)")
+    p.add_argument("--folds", type=int, help="cross-validation folds (default 5; quick 2)")
+    args = p.parse_args()
+    if args.seeds:
+        raise SystemExit("--seeds: this benchmark repeats over cross-validation folds; use --folds")
+    profile = choose_profile(args, PROFILES)
+    if args.sets:
+        profile["datasets"] = names_option(args.sets, DATASETS, "--sets")
+    if args.ks:
+        profile["ks"] = [int(k) for k in args.ks.split(",") if k.strip()]
+    if args.methods:
+        profile["methods"] = names_option(args.methods, METHODS, "--methods")
+    if args.mpi_sets is not None:
+        profile["mpi_sets"] = names_option(args.mpi_sets, DATASETS + (STAND_IN,), "--mpi-sets")
+    if args.folds:
+        if args.folds < 2:
+            raise SystemExit("--folds must be at least 2")
+        profile["folds"] = args.folds
+    if not profile["datasets"] or not profile["methods"] or not profile["ks"]:
+        raise SystemExit("nothing to run: --sets, --methods and --ks must each name something")
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        raise SystemExit("scikit-learn is needed (cross-validation and the peers): pip install scikit-learn") from None
+    data_dir = datasets_dir(args.data_dir)
+    problem = missing_data(data_dir, [n for n in profile["datasets"] if n in FILES])
+    if problem and not args.quick:
+        raise SystemExit(problem)
+    if problem:                      # --quick on a machine without the data
+        print(f"NOTE: {problem}; the quick profile runs on a synthetic sparse stand-in "
+              f"(asyos.benchmarking.common.sparse_stand_in) and scikit-learn's bundled diabetes data instead\n")
+        profile["datasets"] = [STAND_IN, "sklearn_diabetes"]
+        if args.mpi_sets is None:
+            profile["mpi_sets"] = [STAND_IN]
+    profile["data_dir"] = data_dir
+    profile["mpiexec"] = mpiexec_path()
+    if args.quick and profile["mpiexec"] is None:
+        profile["mpi_sets"] = []
+    run = Run("real_selection", args, profile)
+    print(f"{profile['folds']}-fold CV, k in {profile['ks']} (min(k, p)), methods {', '.join(profile['methods'])}; "
+          f"data: {data_dir if not problem else 'stand-ins'}"
+          + (f"; os-mpi5 on {', '.join(profile['mpi_sets']) or 'none'}"
+             f"{' (first fold only)' if profile['mpi_folds'] else ''}" if "os-mpi5" in profile["methods"] else "")
+          + "\n", flush=True)
+    warm_up(profile["methods"], sorted({task_of(n) for n in profile["datasets"]}))
+    notes, datasets = [], {}
+    for name in profile["datasets"]:
+        X, y, source = load(None if problem else data_dir, name)
+        datasets[name] = run_dataset(run, profile, name, X, y, source, notes)
+    print()
+    summary = summarise(run.units, datasets, profile["methods"])
+    print_tables(summary, profile["methods"], profile)
+    if notes:
+        print("Notes:\n" + "\n".join(f"  * {n}" for n in notes))
+    path = run.finish({"datasets": summary, "notes": notes, "baseline": BASELINE, "peers": list(PEERS),
+                       "seconds": time.time() - run.started})
+    draw(run, summary, profile["methods"])
+    print(f"total time: {time.time() - run.started:.0f} s")
+    print(f"results: {path}")
+
+
+if __name__ == "__main__":
+    main()
