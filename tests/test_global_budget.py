@@ -181,7 +181,8 @@ def test_cli_runs_the_global_budget_in_the_simulator(tmp_path):
     assert record["slack"] == 0.5
     assert record["n_candidates"] >= len(record["selected"])
     rc, out, err = run("--simulate", "--workers", "4", "--n-features", "300", "--n-informative", "12")
-    assert rc == 0 and "budget global:" in out and "candidates cut to" in out and "slack 0.5" in out
+    assert rc == 0 and "budget global:" in out and "slack 0.5" in out
+    assert "candidates cut to" in out or "candidates exchanged down to" in out
     rc, out, err = run("--simulate", "--workers", "4", "--n-features", "300", "--budget-mode", "split")
     assert rc == 0 and "budget split: s/q per worker" in out
     rc, out, err = run("--budget-mode", "global", "--n-features", "300", "--n-informative", "12")

@@ -18,13 +18,17 @@ def problem():
     return make_regression(n_features=400, n_informative=16, n_samples=150, seed=11)
 
 
-def test_one_worker_without_staleness_is_sequential_os_bit_for_bit(problem):
+@pytest.mark.parametrize("variant", ["exchange", "kdd16"])
+@pytest.mark.parametrize("passes", [3, "auto"])
+def test_one_worker_without_staleness_is_sequential_os_bit_for_bit(problem, variant, passes):
     d = problem
-    seq = OnlineSubstitution(budget=16, passes=3, refit=False).fit(d.X, d.y)
-    sim = AsyncOnlineSubstitution(budget=16, n_workers=1, max_staleness=0, passes=3, refit=False,
-                                  decrease_check=True).fit(d.X, d.y)
+    seq = OnlineSubstitution(budget=16, passes=passes, refit=False, variant=variant).fit(d.X + 2.0, d.y)
+    sim = AsyncOnlineSubstitution(budget=16, n_workers=1, max_staleness=0, passes=passes, refit=False,
+                                  decrease_check=True, variant=variant).fit(d.X + 2.0, d.y)
     np.testing.assert_array_equal(seq.support_, sim.support_)
     assert np.array_equal(seq.raw_coef_, sim.raw_coef_)          # exact, not approximate
+    assert seq.raw_intercept_ == sim.raw_intercept_ and (seq.raw_intercept_ != 0) == (variant == "exchange")
+    assert sim.finish_ == "union" and seq.n_passes_ == sim.n_passes_
     assert seq.selection_log_ == sim.selection_log_
     assert sim.staleness_["max"] == 0
 

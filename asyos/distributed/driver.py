@@ -42,7 +42,8 @@ import numpy as np
 from ..data.sharding import shard_columns
 from ..errors import (EXIT_CENTRAL_LOST, EXIT_OK, EXIT_USAGE, EXIT_WORKER_FAILED, EXIT_WORKER_LOST, ConvergenceWarning,
                       InputError)
-from ..learners.asy_os import Candidates, check_worker_count, finish, keeps_threshold, worker_budgets
+from ..learners.asy_os import (Candidates, check_worker_count, finish, keeps_threshold, threshold_rank,
+                               worker_budgets)
 from ..learners.base import columns_dense
 from ..learners.kernels import backend as kernel_backend, warm_up as warm_up_kernels
 from ..learners.online_substitution import check_objective, local_lipschitz, make_worker
@@ -144,10 +145,11 @@ def _worker_setup(config, rank, n_workers):
     shard = options.shard(data.X, columns)
     # compile or load the step before the timed phase (if this worker's run is long enough to use it)
     warm_up_kernels(kernel_backend(None, Worker.expected_steps(shard, options.worker_passes)))
+    order = options.visit_order(shard, data.y, problem.loss)
     return {
-        "data": data, "shard": shard, "problem": problem,
+        "data": data, "shard": shard, "problem": problem, "order": order,
         "budget": worker_budgets(problem.budget, n_workers, config.resolved_budget_mode, config.cap)[rank - 1],
-        "lipschitz": local_lipschitz(shard, problem.budget, problem.loss, config.seed, rank - 1),
+        "lipschitz": local_lipschitz(shard, problem.budget, problem.loss, config.seed, rank - 1, order),
     }
 
 
@@ -162,13 +164,14 @@ def _worker_main(config, comm, setup, lipschitz, backoff, shared=None):
     try:
         worker = make_worker(shard, data.y, problem.loss, setup["budget"], lipschitz, _options(config),
                              worker_id=rank - 1, slack=config.slack, n_workers=comm.Get_size() - 1,
-                             total_budget=problem.budget)
+                             total_budget=problem.budget, order=setup["order"])
         timeout = CENTRAL_TIMEOUT_FACTOR * config.watchdog_timeout
         histogram = None
         # the others' top |w| in the replies
-        others = problem.budget if keeps_threshold(config.resolved_budget_mode, comm.Get_size() - 1) else 0
+        rank_theta = threshold_rank(problem.budget, config.variant)
+        others = rank_theta if keeps_threshold(config.resolved_budget_mode, comm.Get_size() - 1) else 0
         if shared is not None:
-            threshold = GlobalThreshold(problem.budget, shared.q, shared.cap) if shared.cap else None
+            threshold = GlobalThreshold(rank_theta, shared.q, shared.cap) if shared.cap else None
             compute_s, histogram = shared_steps(shared, rank - 1, worker, config.max_staleness, threshold=threshold)
         elif config.resolved_push_mode == "pipelined":
             compute_s = _steps_pipelined(comm, worker, backoff, timeout, config.max_batch, others)
@@ -335,7 +338,8 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
     else:
         finals, busy_s = _watch_shared(config, comm, central, shared, trace)
         # every worker publishes its |w| after every step: they are as stale as its read of u_C
-        theta = {"value": kth_largest(shared.weights.ravel(), problem.budget), "age": None} if shared.cap else None
+        theta = ({"value": kth_largest(shared.weights.ravel(), threshold_rank(problem.budget, config.variant)),
+                  "age": None} if shared.cap else None)
     async_s = time.perf_counter() - t_async0
     for final in finals:                # when each worker finished: uneven progress shows here
         final["finished_s"] = final.pop("received_at") - t_async0
@@ -370,7 +374,8 @@ def _serve_pushes(config, comm, central, backoff, budget):
 
     n, q = central.n, comm.Get_size() - 1
     budgets = worker_budgets(budget, q, config.resolved_budget_mode, config.cap)
-    threshold = GlobalThreshold(budget, q, budgets[0]) if keeps_threshold(config.resolved_budget_mode, q) else None
+    threshold = (GlobalThreshold(threshold_rank(budget, config.variant), q, budgets[0])
+                 if keeps_threshold(config.resolved_budget_mode, q) else None)
     push_bufs = [push_buffer(n, budgets[i]) for i in range(q)]
     reply_bufs = [reply_buffer(n, threshold.budget if threshold is not None else 0) for _ in range(q)]
     receives = [comm.Recv_init(push_bufs[i], source=i + 1, tag=TAG_PUSH) for i in range(q)]

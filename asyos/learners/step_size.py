@@ -46,8 +46,15 @@ def largest_eigenvalue_of_gram(block) -> float:
     return float(eigsh(op, k=1, which="LA", v0=np.ones(k), tol=1e-6, return_eigenvectors=False)[0])
 
 
-def restricted_lipschitz(shard, block_size: int, curvature: float, seed, n_random_blocks: int = 8) -> float:
-    """Estimate of ``L_F`` on one shard (see the module docstring); 0 for an empty shard."""
+def restricted_lipschitz(shard, block_size: int, curvature: float, seed, n_random_blocks: int = 8,
+                         ranking=None) -> float:
+    """Estimate of ``L_F`` on one shard (see the module docstring); 0 for an empty shard.
+
+    ``ranking`` (the exchange variant: the columns by decreasing marginal gain) replaces the
+    columns' positions: the first block is its top ``s + 1`` (the columns most likely retained
+    together) instead of the largest norms (equal once the columns are scaled), and the random
+    blocks are drawn from ranks, so the estimate does not depend on the order of the columns in the
+    file."""
     k = min(int(block_size), shard.n_local)
     if k <= 0:
         return 0.0
@@ -55,14 +62,16 @@ def restricted_lipschitz(shard, block_size: int, curvature: float, seed, n_rando
     if k == shard.n_local:
         blocks = [np.arange(k)]
     else:
-        norms = shard.squared_norms()
-        if getattr(shard, "standardized", False) and norms.max(initial=0.0) > 0:
-            # scaled columns share one norm up to rounding: ties, which must not depend on how the
-            # data were stored (dense or sparse)
-            norms = np.round(norms / norms.max(), 9)
         rng = np.random.default_rng(seed)
-        blocks = [np.sort(np.argsort(-norms, kind="stable")[:k])]
-        blocks += [np.sort(rng.choice(shard.n_local, size=k, replace=False)) for _ in range(n_random_blocks)]
+        if ranking is None:
+            norms = shard.squared_norms()
+            blocks = [np.sort(np.argsort(-norms, kind="stable")[:k])]
+            blocks += [np.sort(rng.choice(shard.n_local, size=k, replace=False)) for _ in range(n_random_blocks)]
+        else:
+            ranking = np.asarray(ranking)
+            blocks = [np.sort(ranking[:k])]
+            blocks += [np.sort(ranking[rng.choice(shard.n_local, size=k, replace=False)])
+                       for _ in range(n_random_blocks)]
     lam = max(largest_eigenvalue_of_gram(shard.block(b)) for b in blocks)
     if 1 < k < int(block_size):
         norms = shard.squared_norms()
