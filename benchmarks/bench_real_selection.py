@@ -22,9 +22,9 @@ equals another is run once); seed of fold ``f`` = ``f``. Score: test accuracy, o
 ``R^2 = 1 - mean((y - pred)^2) / var(y_test)``; mean ± std over the folds; fit time per method is
 the mean over the folds. Methods (each evaluates its own fitted model on the test fold):
 
-* ``os``: ``OnlineSubstitution(budget=k, loss=...)`` with its defaults otherwise (squared loss for
-  regression, squared hinge for classification, passed explicitly); ``os-kdd16``: the same with
-  ``variant="kdd16"``, run only where the estimator has that parameter; ``os-sim12``:
+* ``os``: ``OnlineSubstitution(budget=k)`` with its defaults (the exchange variant, the loss from
+  the labels: squared for regression, squared hinge for classification, ``passes="auto"``);
+  ``os-kdd16``: the same with ``variant="kdd16"`` (KDD'16 Alg. 1 literally); ``os-sim12``:
   ``AsyncOnlineSubstitution`` with ``min(12, p)`` simulated workers (staleness simulator);
 * ``os-mpi5``: ``mpiexec -n 5 python -m asyos.run --data FOLD --budget k --seed f`` (4 workers and
   the central process) on ``--mpi-sets`` only (default pcmac and satellite_image): each fold's
@@ -228,30 +228,26 @@ def own_model(est):
 
 # -- methods: (X_train, y_train, k, task, seed) -> (predict, support, seconds, info) -----------------
 def fit_os(X, y, k, task, seed, **params):
+    """The estimator's defaults (the loss from the labels: squared, or the squared hinge on +-1)."""
     from asyos import OnlineSubstitution
-    est = OnlineSubstitution(budget=k, loss=loss_name(task), random_state=seed, **params)
+    est = OnlineSubstitution(budget=k, random_state=seed, **params)
     t0 = time.perf_counter()
     est.fit(X, y)
-    return own_model(est), est.support_, time.perf_counter() - t0, {}
-
-
-def has_kdd16_variant():
-    from asyos import OnlineSubstitution
-    return "variant" in OnlineSubstitution().get_params()
+    assert est.loss_ == loss_name(task)
+    return own_model(est), est.support_, time.perf_counter() - t0, {"passes": est.n_passes_}
 
 
 def fit_os_kdd16(X, y, k, task, seed):
-    if not has_kdd16_variant():
-        raise Skip("OnlineSubstitution has no 'variant' parameter yet")
     return fit_os(X, y, k, task, seed, variant="kdd16")
 
 
 def fit_os_sim12(X, y, k, task, seed):
     from asyos import AsyncOnlineSubstitution
-    est = AsyncOnlineSubstitution(budget=k, n_workers=min(12, X.shape[1]), loss=loss_name(task), random_state=seed)
+    est = AsyncOnlineSubstitution(budget=k, n_workers=min(12, X.shape[1]), random_state=seed)
     t0 = time.perf_counter()
     est.fit(X, y)
-    return own_model(est), est.support_, time.perf_counter() - t0, {}
+    return own_model(est), est.support_, time.perf_counter() - t0, {"candidates": est.n_candidates_,
+                                                                    "finish": est.finish_, "passes": est.n_passes_}
 
 
 def fit_b_arda(X, y, k, task, seed):

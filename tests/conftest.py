@@ -26,3 +26,10 @@ def find_mpiexec():
     """The ``mpiexec`` next to this interpreter (the mpich wheel's), never a system one."""
     here = os.path.dirname(sys.executable)
     return shutil.which("mpiexec", path=here) or shutil.which("mpiexec")
+
+
+@pytest.fixture(params=["numpy", "numba"])
+def kernels(request, monkeypatch):
+    """Both implementations of the OS step: the numpy reference and the compiled one."""
+    monkeypatch.setenv("ASYOS_KERNELS", request.param)
+    return request.param

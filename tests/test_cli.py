@@ -140,3 +140,29 @@ def test_a_suspect_result_is_reported_as_a_warning(tmp_path):
     assert rc == 0
     assert err.startswith("asyos: warning: the final objective") and "worse than the empty model" in err
     assert len(json.loads((tmp_path / "results.json").read_text())["warnings"]) == 1
+
+
+def test_the_cli_and_the_estimators_share_their_defaults():
+    """``python -m asyos.run`` builds the estimators with their own defaults (the loss it passes
+    is the one "auto" resolves to from the labels)."""
+    from asyos import AsyncOnlineSubstitution, OnlineSubstitution
+    from asyos.config import RunConfig
+    from asyos.registry import get_algorithm
+    config = RunConfig().validated()
+    built = get_algorithm("os").build(config, "squared", 100)
+    assert built.get_params() == OnlineSubstitution(budget=100, loss="squared").get_params()
+    simulated = get_algorithm("asy-os").build(config.replace(workers=4), "squared_hinge", 100)
+    expected = AsyncOnlineSubstitution(budget=100, n_workers=4, loss="squared_hinge").get_params()
+    assert simulated.get_params() == {**expected, "budget_mode": "global"}
+
+
+def test_the_run_records_the_intercept_and_the_variant(tmp_path):
+    rc, out, err = run("--n-features", "300", "--n-informative", "6", "--output", str(tmp_path))
+    assert rc == 0, err
+    record = json.loads((tmp_path / "results.json").read_text())
+    assert record["variant"] == "exchange" and "variant exchange" in out
+    assert record["intercept"] != 0.0 and record["n_passes"] >= 2
+    rc, out, err = run("--n-features", "300", "--n-informative", "6", "--variant", "kdd16", "--output",
+                       str(tmp_path / "kdd16"))
+    record = json.loads((tmp_path / "kdd16" / "results.json").read_text())
+    assert rc == 0 and record["intercept"] == 0.0 and record["n_passes"] == 3

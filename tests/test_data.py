@@ -241,3 +241,27 @@ def test_iter_rows_streams_exactly_the_requested_rows(tmp_path, which):
         np.testing.assert_array_equal(np.concatenate([b[1] for b in blocks]) if blocks else [], y[start:stop])
     with pytest.raises(InputError, match="outside the 103 training rows"):
         list(source.iter_rows(5, 200))
+
+
+def test_a_scaled_shard_centres_and_scales_every_column(rng):
+    """Dense and sparse alike: z = (x - mean) / std with an intercept, x / rms without; a constant
+    column becomes zero; ``to_units`` undoes it (a model on z equals its converse on x)."""
+    import scipy.sparse as sp
+    X = rng.standard_normal((30, 6)) * [1.0, 10.0, 0.1, 1.0, 5.0, 1.0] + [0.0, 3.0, -2.0, 7.0, 0.0, 1.0]
+    X[:, 3] = 7.0
+    X[rng.random((30, 6)) < 0.3] = 0.0
+    X[:, 3] = 7.0
+    for data in (X, sp.csr_matrix(X)):
+        centred = FeatureShard(data, standardize=True, center=True)
+        Z = np.array([centred.column(j).copy() for j in range(6)]).T     # (a sparse shard reuses its buffer)
+        keep = [0, 1, 2, 4, 5]
+        np.testing.assert_allclose(Z[:, keep], (X[:, keep] - X[:, keep].mean(0)) / X[:, keep].std(0), atol=1e-12)
+        np.testing.assert_array_equal(Z[:, 3], 0.0)
+        np.testing.assert_allclose(centred.squared_norms(), (Z ** 2).sum(0), atol=1e-9)
+        w = rng.standard_normal(6)
+        coef, b = centred.to_units(np.arange(6), w, 0.5)
+        np.testing.assert_allclose(X @ coef + b, Z @ w + 0.5, atol=1e-10)
+        plain = FeatureShard(data, standardize=True, center=False)
+        R = np.array([plain.column(j).copy() for j in range(6)]).T
+        np.testing.assert_allclose(R, X / np.sqrt((X ** 2).mean(0)), atol=1e-12)
+    assert isinstance(FeatureShard(sp.csr_matrix(X), standardize=True).XT, sp.csr_matrix)   # stays sparse

@@ -68,12 +68,6 @@ PROBLEMS = {
 }
 
 
-@pytest.fixture(params=["numpy", "numba"])
-def kernels(request, monkeypatch):
-    monkeypatch.setenv("ASYOS_KERNELS", request.param)
-    return request.param
-
-
 @pytest.mark.parametrize("loss_name", sorted(PROBLEMS))
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("passes", [2, "auto"])

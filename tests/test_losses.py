@@ -78,3 +78,28 @@ def test_unknown_loss_names_the_choices():
 def test_default_loss_from_labels():
     assert default_loss_for_labels(np.array([1, -1, 1])) == "squared_hinge"
     assert default_loss_for_labels(np.array([0.3, 1.0])) == "squared"
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_the_best_intercept_minimises_the_empty_models_loss(name, rng):
+    """Newton on the intercept alone reaches the minimiser of L(b 1) (a 1-D convex function):
+    checked against a fine grid; for the squared loss it is the mean of y."""
+    loss = get_loss(name)
+    y = labels_for(loss, rng, 50)
+    if loss.task == "classification":
+        y[:35] = 1.0                                 # imbalanced: the intercept is far from 0
+    b = loss.best_intercept(y)
+    grid = np.linspace(b - 1.0, b + 1.0, 2001)
+    values = [loss.value(y, np.full(50, v)) for v in grid]
+    assert loss.value(y, np.full(50, b)) <= min(values) + 1e-12
+    assert loss.intercept_step(y, np.full(50, b)) == pytest.approx(0.0, abs=1e-9)
+    if name == "squared":
+        assert b == pytest.approx(y.mean(), rel=1e-12)
+
+
+def test_the_intercept_step_is_zero_without_curvature():
+    """Squared hinge with every margin met: no sample is active, nothing to step on."""
+    loss = get_loss("squared_hinge")
+    y = np.array([1.0, -1.0, 1.0])
+    assert loss.intercept_step(y, 2.0 * y) == 0.0
+    np.testing.assert_array_equal(loss.d2loss_raw(y, 2.0 * y), 0.0)

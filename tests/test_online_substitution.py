@@ -62,13 +62,6 @@ PROBLEMS = {
 }
 
 
-@pytest.fixture(params=["numpy", "numba"])
-def kernels(request, monkeypatch):
-    """Both implementations of the step: the numpy reference and the compiled one."""
-    monkeypatch.setenv("ASYOS_KERNELS", request.param)
-    return request.param
-
-
 @pytest.mark.parametrize("loss_name", sorted(PROBLEMS))
 @pytest.mark.parametrize("settings", [dict(), dict(step_divisor=3.0, decrease_constant=0.5),
                                       dict(decrease_check=False)])
@@ -301,3 +294,22 @@ def test_auto_takes_the_compiled_step_only_for_runs_long_enough_to_repay_loading
     d = make_regression(n_features=30, n_informative=3, n_samples=20, seed=0)
     worker = make_worker(FeatureShard(d.X), d.y, get_loss("squared"), 3, 1.0, SubstitutionOptions(passes=2))
     assert worker.state.kernels == "numpy"          # 60 steps
+
+
+@pytest.mark.parametrize("loss_name", ["squared", "squared_hinge", "logistic"])
+def test_refit_with_an_intercept_reaches_the_optimum_on_the_raw_columns(loss_name):
+    """``refit_with_intercept`` works on standardized columns; its (coef, b) minimise the loss on
+    the raw ones: the gradient there vanishes (logistic: but for its small ridge)."""
+    from asyos.learners.refit import LOGISTIC_RIDGE, refit_with_intercept
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((80, 4)) * [0.01, 1.0, 100.0, 3.0] + [5.0, -2.0, 300.0, 0.0]
+    loss = get_loss(loss_name)
+    y = X @ [50.0, 1.0, 0.01, -0.5] + rng.standard_normal(80)
+    if loss.task == "classification":
+        y = np.where(y > np.median(y) + 0.3 * rng.standard_normal(80), 1.0, -1.0)
+    coef, b = refit_with_intercept(X, y, loss)
+    g = loss.dloss(y, X @ coef + b)
+    std = X.std(axis=0)
+    ridge = LOGISTIC_RIDGE * coef * std ** 2 if loss_name == "logistic" else 0.0     # the ridge is on scaled w
+    np.testing.assert_allclose((X.T @ g + ridge) * std, 0.0, atol=1e-6)
+    assert abs(g.sum()) < 1e-7
