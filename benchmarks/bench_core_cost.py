@@ -4,7 +4,8 @@ At ``n`` = 1000 and ``s`` = 64 (the KDD'16 MPI setting) a step must compute ``X_
 ``X_S dw``: two matrix-vector products with a 64 x 1000 block, the *BLAS floor*. In one process this
 measures the floor, sequential OS per feature (p = 4096, 2 passes; the goal is <= 2x the floor) with
 the numpy step (the reference) and with the compiled step (``asyos/learners/kernels.py``), and a
-breakdown of the numpy step. Times are the best of several repeats, for the floor and for OS alike (the
+breakdown of the numpy step, for KDD'16's step; then the exchange variant's step (numpy and
+compiled) at the same sizes. Times are the best of several repeats, for the floor and for OS alike (the
 machine's noise only ever adds time); the floor and the OS runs are measured interleaved. The
 breakdown is: every operation it performs, timed alone at the same sizes and weighted by
 how often a step performs it; what is left is Python dispatch and bookkeeping. Then one Asy-OS
@@ -60,10 +61,14 @@ def kernel_backend(kernels):
         del os.environ["ASYOS_KERNELS"]
 
 
-def os_run(data, s, passes, lipschitz, kernels="numpy"):
+def os_run(data, s, passes, lipschitz, kernels="numpy", variant="kdd16"):
+    """Sequential OS per feature: KDD'16's step (whose parts the breakdown times), or the exchange
+    variant's (its intercept, scaled columns and exchange score: one more product with ``X_S``
+    once the retained set is full)."""
     loss = get_loss("squared")
+    options = SubstitutionOptions(passes=passes, variant=variant)
     with kernel_backend(kernels):
-        worker = make_worker(FeatureShard(data.X), data.y, loss, s, lipschitz, SubstitutionOptions(passes=passes))
+        worker = make_worker(options.shard(data.X), data.y, loss, s, lipschitz, options)
     assert worker.state.kernels == kernels
     central = Central(data.n_samples)
     t0 = time.perf_counter()
@@ -89,13 +94,18 @@ def main():
     floor_calls = {"X_S^T g and X_S dw (the floor)": lambda: (np.dot(XSf, gf, out=gSf), np.dot(dwf, XSf, out=outf))}
     runs, compiled, floors = [], [], {name: [] for name in floor_calls}
     os_run(data, s, 1, lipschitz, "numba")            # compile, or load the compiled step from the cache
+    exchange, exchange_compiled = [], []
     for _ in range(reps):
         runs.append(os_run(data, s, profile["passes"], lipschitz))
         compiled.append(os_run(data, s, profile["passes"], lipschitz, "numba"))
+        exchange.append(os_run(data, s, profile["passes"], lipschitz, variant="exchange"))
+        exchange_compiled.append(os_run(data, s, profile["passes"], lipschitz, "numba", variant="exchange"))
         for name, fn in floor_calls.items():
             floors[name].append(per_call(fn, calls // 4, 2))
     os_step = min(r[0] for r in runs)
     os_step_compiled = min(r[0] for r in compiled)
+    exchange_step = min(r[0] for r in exchange)
+    exchange_step_compiled = min(r[0] for r in exchange_compiled)
     assert compiled[-1][1].state.retained.tolist() == runs[-1][1].state.retained.tolist()
     worker, central = runs[-1][1], runs[-1][2]
     state = worker.state
@@ -132,12 +142,17 @@ def main():
     rows.append(["OS per feature, numpy step (measured)", f"{os_step * 1e6:.2f}", f"{os_step / floor:.2f}"])
     rows.append(["OS per feature, compiled step (measured)", f"{os_step_compiled * 1e6:.2f}",
                  f"{os_step_compiled / floor:.2f}"])
+    rows.append(["exchange variant per feature, numpy step (measured)", f"{exchange_step * 1e6:.2f}",
+                 f"{exchange_step / floor:.2f}"])
+    rows.append(["exchange variant per feature, compiled step (measured)", f"{exchange_step_compiled * 1e6:.2f}",
+                 f"{exchange_step_compiled / floor:.2f}"])
     print_table(f"OS step at n = {n}, s = {s} (p = {p}, {profile['passes']} passes, {steps} steps; "
                 f"{state.checks} decrease checks): microseconds per feature, and x the BLAS floor "
                 f"({floor * 1e6:.2f} us)", ["part", "us / feature", "x floor"], rows)
     run.unit({"part": "os", "n": n, "s": s, "p": p, "steps": steps, "os_step_s": os_step, "blas_floor_s": floor,
               "ratio": os_step / floor, "breakdown_s": timings, "rest_s": rest, "checks": state.checks,
               "os_step_compiled_s": os_step_compiled, "ratio_compiled": os_step_compiled / floor,
+              "exchange_step_s": exchange_step, "exchange_step_compiled_s": exchange_step_compiled,
               "os_step_runs_s": [r[0] for r in runs], "os_step_compiled_runs_s": [r[0] for r in compiled],
               "floor_runs_s": floors})
 

@@ -114,7 +114,7 @@ def compact(hist, top=6):
 
 
 def draw(run, profile):
-    units = [u for u in run.units if u.get("mode") == "mpi"]
+    units = [u for u in run.units if u.get("mode") == "mpi" and u["part"] != "default"]
     if not units:
         return
 

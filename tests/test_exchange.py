@@ -235,3 +235,30 @@ def test_asy_os_finishes_with_an_exchange_run_over_the_candidates():
     np.testing.assert_array_equal(candidates.features[alone.support_], model.support_)
     split = AsyncOnlineSubstitution(budget=15, n_workers=3, budget_mode="split", refit=False).fit(d.X, d.y)
     assert split.finish_ == "union" and split.n_candidates_ <= 15
+
+
+def words_that_occur_in_one_document(seed):
+    """Text-like data: 20 common words (5 decide the label, with noise, so some documents are hard)
+    and 1200 words that occur in one document each, the columns shuffled."""
+    rng = np.random.default_rng(seed)
+    n, common, single = 200, 20, 1200
+    D = (rng.random((n, common)) < 0.3) * rng.poisson(2.0, (n, common)).astype(float)
+    y = np.where(D[:, :5] @ np.array([1.0, -1.0, 0.8, -0.6, 0.5]) + 0.8 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    S = sp.csr_matrix((np.ones(single), (rng.integers(0, n, single), np.arange(single))), shape=(n, single))
+    X = sp.hstack([sp.csr_matrix(D), S]).tocsr()
+    return X[:, rng.permutation(common + single)], y
+
+
+def test_the_guard_keeps_workers_that_fit_the_same_documents_from_diverging(monkeypatch):
+    """Twelve workers fitting the hard documents with words found in them alone overshoot together
+    where the columns' overall correlation says nothing (dexter); halving the share when the loss at
+    a read doubles keeps the run finite."""
+    import asyos.distributed.roles as roles
+    X, y = words_that_occur_in_one_document(0)
+    empty = get_loss("squared_hinge").value(y, np.full(y.size, get_loss("squared_hinge").best_intercept(y)))
+    model = AsyncOnlineSubstitution(budget=10, n_workers=12, refit=False).fit(X, y)
+    assert model.objective_candidates_ < empty
+    monkeypatch.setattr(roles, "GUARD_GROWTH", np.inf)                   # without it
+    with np.errstate(all="ignore"), pytest.warns(Warning):
+        unguarded = AsyncOnlineSubstitution(budget=10, n_workers=12, refit=False).fit(X, y)
+    assert not unguarded.objective_candidates_ < empty

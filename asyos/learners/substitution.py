@@ -131,7 +131,7 @@ class SubstitutionState:
         self._new_scale = -self.step_size / self.n
         self._retained_scale = self._new_scale / self.step_divisor
         if variant == "exchange":
-            self._retained_scale *= self.entry_scale       # Asy-OS: the same share (see the module docstring)
+            self.set_share(self.entry_scale)
         self._resize(0)
         self.checks = 0            # decrease checks evaluated
         self.check_rejections = 0  # substitutions the check turned down
@@ -288,6 +288,12 @@ class SubstitutionState:
                 daxpy(XS[k], delta, a=wk)
         self._pending = (action, j, xj, wj, k)
         return action
+
+    def set_share(self, share: float) -> None:
+        """Exchange under Asy-OS: enter features at ``share`` of their Newton weight and step the
+        retained ones by ``share`` of line 6's step (module docstring)."""
+        self.entry_scale = float(share)
+        self._retained_scale = self._new_scale / self.step_divisor * self.entry_scale
 
     def _record_check(self, checked, action):
         if checked:

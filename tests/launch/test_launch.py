@@ -84,7 +84,8 @@ def test_a_failing_worker_ends_the_job_with_its_rank_named(mode, code, message, 
      "budget 2 is smaller than the number of workers (3)"),
     (["--algorithm", "lasso"], "does not run under mpiexec"),
     (["--simulate"], "--simulate runs in one process"),
-    (["--synthetic", "classification", "--n-features", "1000", "--step-size", "9"], "is too large for these data"),
+    (["--synthetic", "classification", "--n-features", "1000", "--step-size", "9", "--variant", "kdd16"],
+     "is too large for these data"),
 ])
 def test_bad_input_under_mpi_exits_2_with_one_line(args, message):
     rc, out, err, _ = asyos_run(4, *args, timeout=60)
