@@ -53,6 +53,7 @@ to it, then one table of fit times as ratios to ``kbest+refit``'s time in the sa
     python benchmarks/bench_real_selection.py                   # every set, k in {10, 50}, 5 folds
     python benchmarks/bench_real_selection.py --quick           # seconds, for CI
     python benchmarks/bench_real_selection.py --sets cpu_act,madelon --methods os,abess,kbest+refit
+    python benchmarks/bench_real_selection.py --column-order --methods os,os-sim12,os-kdd16
 """
 from __future__ import annotations
 
@@ -488,6 +489,38 @@ def run_dataset(run, profile, name, X, y, source, notes):
             "positive_fraction": float(np.mean(y > 0)) if task == "classification" else None}
 
 
+def column_order(run, profile, name, X, y, shuffles=2):
+    """Fold 0 of each set, each budget: OS fitted on the columns as stored and on ``shuffles``
+    random permutations of them; how many selected features the shuffled fits share with the
+    stored order's (mapped back), and their test scores."""
+    task = task_of(name)
+    train, test = folds_of(X, y, task, profile["folds"])[0]
+    Xtr, ytr, Xte, yte = X[train], y[train], X[test], y[test]
+    rows = []
+    for k in budgets_for(profile["ks"], X.shape[1]):
+        for method in [m for m in ("os", "os-sim12", "os-kdd16") if m in profile["methods"]]:
+            fits = []
+            for shuffle in range(shuffles + 1):
+                perm = (np.arange(X.shape[1]) if shuffle == 0
+                        else np.random.default_rng(1000 + shuffle).permutation(X.shape[1]))
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    predict, support, seconds, _ = FITS[method](Xtr[:, perm], ytr, k, task, 0)
+                    fits.append((set(perm[np.asarray(support, dtype=np.intp)].tolist()),
+                                 score(task, yte, predict(Xte[:, perm]))))
+            base_support, base_score = fits[0]
+            shared = [len(base_support & f[0]) for f in fits[1:]]
+            scores = [f[1] for f in fits[1:]]
+            rec = {"part": "column-order", "dataset": name, "task": task, "k": k, "method": method,
+                   "score": base_score, "shuffled_scores": scores, "shared": shared,
+                   "n_selected": len(base_support)}
+            run.unit(rec)
+            rows.append([name, k, method, f"{base_score:.3f}", " ".join(f"{v:.3f}" for v in scores),
+                         f"{max(abs(v - base_score) for v in scores):.3f}",
+                         " ".join(f"{v}/{len(base_support)}" for v in shared)])
+    return rows
+
+
 def remarks(units, name, notes):
     """Notes on what the scores hide: l1 paths short of k, warnings raised during the fits."""
     mine = [u for u in units if u["dataset"] == name and u.get("score") is not None]
@@ -633,6 +666,10 @@ def main():
     p.add_argument("--methods", help=f"comma-separated subset of {','.join(METHODS)} (default: all)")
     p.add_argument("--mpi-sets", help="sets on which os-mpi5 runs (default pcmac,satellite_image; '' for none)")
     p.add_argument("--folds", type=int, help="cross-validation folds (default 5; quick 2)")
+    p.add_argument("--column-order", action="store_true",
+                   help="instead of the cross-validation: on each set's first fold, OS (os, os-sim12, os-kdd16 "
+                        "among --methods) fitted on the stored columns and on 2 permutations of them: features "
+                        "shared with the stored order's selection, and test scores")
     args = p.parse_args()
     if args.seeds:
         raise SystemExit("--seeds: this benchmark repeats over cross-validation folds; use --folds")
@@ -676,6 +713,17 @@ def main():
              f"{' (first fold only)' if profile['mpi_folds'] else ''}" if "os-mpi5" in profile["methods"] else "")
           + "\n", flush=True)
     warm_up(profile["methods"], sorted({task_of(n) for n in profile["datasets"]}))
+    if args.column_order:
+        rows = []
+        for name in profile["datasets"]:
+            X, y, source = load(None if problem else data_dir, name)
+            rows += column_order(run, profile, name, X, y)
+        print_table("Column order: fold 0, the stored columns against 2 random permutations of them "
+                    "(scores: accuracy or R^2 on the test fold; shared: selected features in common)",
+                    ["data set", "k", "method", "stored", "shuffled", "max |diff|", "shared"], rows)
+        path = run.finish({"column_order": [u for u in run.units if u.get("part") == "column-order"]})
+        print(f"results: {path}")
+        return
     notes, datasets = [], {}
     for name in profile["datasets"]:
         X, y, source = load(None if problem else data_dir, name)

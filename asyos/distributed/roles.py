@@ -80,7 +80,6 @@ class Worker:
         self.auto_passes = passes == "auto"
         self.passes = MAX_AUTO_PASSES if self.auto_passes else int(passes)
         self.n = shard.n_samples
-        self.variant = variant
         self.state = SubstitutionState(
             self.n, budget, step_size, loss, y, step_divisor=step_divisor,
             decrease_check=decrease_check, decrease_constant=decrease_constant, lipschitz=lipschitz,

@@ -11,8 +11,8 @@ in file order, KDD'16's step and substitution rule, a fixed number of passes. ``
 default) is what the real data sets asked for (``benchmarks/bench_real_selection.py``):
 
 * an unpenalised intercept, stepped by Newton's method (``Loss.intercept_step``);
-* every column scaled when it arrives (dense: centred, unit variance; sparse: unit root mean
-  square, still sparse; ``asyos.data.shard``), so that one ``eta`` suits every feature;
+* every column centred and scaled to unit variance when it arrives (sparse columns stay sparse,
+  centred where they are used; ``asyos.data.shard``), so that one ``eta`` suits every feature;
 * the exchange rule (``asyos.learners.substitution``): a newcomer's Newton weight, and a
   substitution scored by the loss it saves against the loss the leaver cost;
 * features visited by decreasing marginal gain (``asyos.learners.screening``);
@@ -35,11 +35,11 @@ import numpy as np
 from ..data.shard import FeatureShard
 from ..distributed.roles import Central, Worker
 from ..errors import ConvergenceWarning, DivergenceError, InputError
-from ..learners.substitution import VARIANTS
-from .screening import screening_order
 from ..trace import ObjectiveTrace
 from .base import BudgetedSelector, check_positive_float, check_positive_int
+from .screening import screening_order
 from .step_size import coupling, restricted_lipschitz, step_size_from_lipschitz
+from .substitution import VARIANTS
 
 _LIPSCHITZ_STREAM = 0x4C46
 KDD16_PASSES = 3          # "auto" under the kdd16 variant: the passes the KDD'16 figures were reproduced with
@@ -116,8 +116,8 @@ def make_worker(shard, y, loss, local_budget, lipschitz, options: SubstitutionOp
                 owns_intercept=None, n_workers=1, total_budget=None, order=None):
     """A ``Worker`` with the step size the options and ``L_F`` give (``slack``: the global budget's).
     The intercept, when the options fit one, is owned by worker 0 unless ``owns_intercept`` says;
-    one of ``n_workers`` enters features at ``1 / n_workers`` of their Newton weight (exchange,
-    ``asyos.learners.substitution``)."""
+    one of ``n_workers`` > 1 moves by the share ``entry_scale`` gives (exchange); ``order``: the
+    visit order (default ``options.visit_order``)."""
     step = options.step_size if options.step_size is not None else step_size_from_lipschitz(lipschitz)
     if owns_intercept is None:
         owns_intercept = options.fit_intercept and worker_id == 0
