@@ -68,7 +68,7 @@ class RunConfig:
     max_staleness: Optional[int] = None
     staleness_policy: str = "max"
     schedule: str = "round-robin"
-    sharding: str = "contiguous"
+    sharding: Optional[str] = None          # None: the variant's (data.sharding.default_sharding)
     budget_mode: Optional[str] = None       # None: global for Asy-OS (resolved_budget_mode)
     cap: Optional[int] = None
     slack: Optional[float] = None
@@ -134,6 +134,12 @@ class RunConfig:
         return self.budget_mode or "global"
 
     @property
+    def resolved_sharding(self) -> str:
+        """``--sharding``, or the variant's default (strided for exchange, contiguous for kdd16)."""
+        from .data.sharding import default_sharding
+        return self.sharding or default_sharding(self.variant)
+
+    @property
     def resolved_push_mode(self) -> str:
         """``auto``: pipelined, unless a staleness bound must be enforced step by step."""
         if self.push_mode != "auto":
@@ -197,7 +203,7 @@ class RunConfig:
                  f"unknown --push-mode {self.push_mode!r}; choose one of: {', '.join(PUSH_MODES)}")
         _require(not (self.push_mode == "pipelined" and self.max_staleness is not None),
                  "--max-staleness is enforced step by step: use it with --push-mode each-step (or auto)")
-        _require(self.sharding in SHARDING_SCHEMES,
+        _require(self.sharding is None or self.sharding in SHARDING_SCHEMES,
                  f"unknown --sharding {self.sharding!r}; choose one of: {', '.join(SHARDING_SCHEMES)}")
         _require(self.scale in (None, "maxabs", "standard", "none"),
                  f"--scale must be standard or none (OS), maxabs or none (sample-stream learners); got {self.scale!r}")

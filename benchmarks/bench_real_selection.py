@@ -54,6 +54,7 @@ to it, then one table of fit times as ratios to ``kbest+refit``'s time in the sa
     python benchmarks/bench_real_selection.py --quick           # seconds, for CI
     python benchmarks/bench_real_selection.py --sets cpu_act,madelon --methods os,abess,kbest+refit
     python benchmarks/bench_real_selection.py --column-order --methods os,os-sim12,os-kdd16
+    python benchmarks/bench_real_selection.py --summarise first.jsonl rerun.jsonl   # merge logs
 """
 from __future__ import annotations
 
@@ -651,6 +652,40 @@ def draw(run, summary, methods):
 
 
 # -- main -------------------------------------------------------------------------------------------
+def report_from_logs(run, profile, paths):
+    """``--summarise``: the report of the cross-validation units in ``paths`` (later files win)."""
+    import json
+    units, starts = {}, []
+    for path in paths:
+        with open(path) as fh:
+            for line in fh:
+                unit = json.loads(line)
+                if unit.get("event") == "start":
+                    starts.append(unit.get("profile", {}))
+                elif unit.get("part") != "column-order":
+                    units[(unit["dataset"], unit["k"], unit["method"], unit["fold"])] = unit
+    units = list(units.values())
+    for unit in units:
+        run.unit(unit)
+    methods = [m for m in METHODS if any(u["method"] == m for u in units)]
+    datasets = {}
+    for unit in units:
+        meta = datasets.setdefault(unit["dataset"], {"task": unit["task"], "source": unit["source"],
+                                                     "n": unit["n_train"] + unit["n_test"], "p": unit["p"],
+                                                     "ks": [], "sparse": unit["sparse"], "positive_fraction": None})
+        if unit["k"] not in meta["ks"]:
+            meta["ks"].append(unit["k"])
+    for meta in datasets.values():
+        meta["ks"].sort()
+    profile["folds"] = max((u["fold"] for u in units), default=-1) + 1
+    profile["mpi_sets"] = sorted({u["dataset"] for u in units if u["method"] == "os-mpi5"})
+    summary = summarise(units, datasets, methods)
+    print_tables(summary, methods, profile)
+    path = run.finish({"datasets": summary, "from_logs": list(paths), "baseline": BASELINE, "peers": list(PEERS)})
+    draw(run, summary, methods)
+    print(f"results: {path}")
+
+
 def names_option(text, allowed, option):
     names = [t.strip() for t in text.split(",") if t.strip()]
     unknown = [n for n in names if n not in allowed]
@@ -666,6 +701,9 @@ def main():
     p.add_argument("--methods", help=f"comma-separated subset of {','.join(METHODS)} (default: all)")
     p.add_argument("--mpi-sets", help="sets on which os-mpi5 runs (default pcmac,satellite_image; '' for none)")
     p.add_argument("--folds", type=int, help="cross-validation folds (default 5; quick 2)")
+    p.add_argument("--summarise", nargs="+", metavar="JSONL",
+                   help="instead of running: the tables, JSON and plot of earlier runs' JSON-lines logs (a unit "
+                        "of a later file replaces the same data set, k, method and fold of an earlier one)")
     p.add_argument("--column-order", action="store_true",
                    help="instead of the cross-validation: on each set's first fold, OS (os, os-sim12, os-kdd16 "
                         "among --methods) fitted on the stored columns and on 2 permutations of them: features "
@@ -712,6 +750,8 @@ def main():
           + (f"; os-mpi5 on {', '.join(profile['mpi_sets']) or 'none'}"
              f"{' (first fold only)' if profile['mpi_folds'] else ''}" if "os-mpi5" in profile["methods"] else "")
           + "\n", flush=True)
+    if args.summarise:
+        return report_from_logs(run, profile, args.summarise)
     warm_up(profile["methods"], sorted({task_of(n) for n in profile["datasets"]}))
     if args.column_order:
         rows = []

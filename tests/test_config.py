@@ -24,8 +24,9 @@ def test_default_toml_is_the_embedded_default():
     assert (pf.budget, pf.loss.name, pf.n_samples) == (pe.budget, pe.loss.name, pe.n_samples) == (100, "squared", 1316)
     assert from_file.feature_passes == embedded.feature_passes == "auto"
     for name in ("algorithm", "variant", "fit_intercept", "scale", "step_divisor", "decrease_check",
-                 "decrease_constant", "refit", "seed", "sharding", "watchdog_timeout"):
+                 "decrease_constant", "refit", "seed", "watchdog_timeout"):
         assert getattr(from_file, name) == getattr(embedded, name), name
+    assert from_file.resolved_sharding == embedded.resolved_sharding == "strided"
 
 
 @pytest.mark.parametrize("name", sorted(f for f in os.listdir(CONFIGS) if f.endswith(".toml")))

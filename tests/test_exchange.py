@@ -1,12 +1,15 @@
 """The exchange variant of Online Substitution (the default) against independent computations:
 a literal reference of its step, brute-force marginal gains, pre-scaled data, shuffled columns,
 and Asy-OS's finish over the workers' candidates."""
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution, make_classification, make_regression
 from asyos.distributed.roles import MAX_AUTO_PASSES, MIN_AUTO_PASSES
+from asyos.errors import DivergenceError
 from asyos.learners.online_substitution import SubstitutionOptions, entry_scale, local_lipschitz
 from asyos.learners.screening import marginal_gains, screening_order
 from asyos.learners.step_size import restricted_lipschitz
@@ -259,6 +262,9 @@ def test_the_guard_keeps_workers_that_fit_the_same_documents_from_diverging(monk
     model = AsyncOnlineSubstitution(budget=10, n_workers=12, refit=False).fit(X, y)
     assert model.objective_candidates_ < empty
     monkeypatch.setattr(roles, "GUARD_GROWTH", np.inf)                   # without it
-    with np.errstate(all="ignore"), pytest.warns(Warning):
-        unguarded = AsyncOnlineSubstitution(budget=10, n_workers=12, refit=False).fit(X, y)
-    assert not unguarded.objective_candidates_ < empty
+    for seed in (0, 3):
+        X, y = words_that_occur_in_one_document(seed)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(DivergenceError):
+                AsyncOnlineSubstitution(budget=10, n_workers=12, refit=False).fit(X, y)

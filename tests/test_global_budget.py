@@ -17,7 +17,8 @@ from asyos.losses import get_loss
 
 @pytest.fixture(scope="module")
 def uneven():
-    """The true features crowd into the first shard of four: the split budget must lose some."""
+    """The true features crowd into the first shard of four (contiguous sharding, asked for in the
+    tests): the split budget must lose some."""
     d = make_regression(n_features=400, n_informative=16, n_samples=200, seed=5)
     order = np.r_[np.flatnonzero(d.true_coef), np.flatnonzero(d.true_coef == 0)]
     return d.X[:, order], d.y, np.arange(16)
@@ -101,8 +102,10 @@ def test_dropping_keeps_the_contribution_exact():
 
 def test_global_mode_recovers_what_the_split_loses(uneven):
     X, y, true = uneven
-    split = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2, budget_mode="split").fit(X, y)
-    glob = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2, budget_mode="global").fit(X, y)
+    split = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2, budget_mode="split",
+                                    sharding="contiguous").fit(X, y)
+    glob = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2, budget_mode="global",
+                                   sharding="contiguous").fit(X, y)
     assert recall(split, true) <= 4 / 16 + 1e-12        # a 16/4 = 4 budget in the shard holding all 16
     assert recall(glob, true) >= 0.5                    # (its cap, 12, bounds it by 12/16)
     assert glob.support_.size <= 16 and glob.n_dropped_ > 0 and glob.threshold_ > 0
@@ -121,14 +124,17 @@ def test_selection_never_exceeds_the_budget_and_u_c_is_the_sum_of_the_workers(un
     total = sum(w.contribution() for w in workers)          # X_S w_S, plus b on worker 0
     np.testing.assert_allclose(central.u, total, atol=1e-9 * max(1.0, np.abs(total).max()))
     assert all(w.state.size <= budgets[0] for w in workers)
-    model = AsyncOnlineSubstitution(budget=s, n_workers=q, max_staleness=tau, budget_mode="global").fit(X, y)
+    model = AsyncOnlineSubstitution(budget=s, n_workers=q, max_staleness=tau, budget_mode="global",
+                                    sharding="contiguous").fit(X, y)
     assert model.support_.size <= s
 
 
 def test_a_cap_of_s_over_q_is_the_split_mode(uneven):
     X, y, _ = uneven
-    split = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2, budget_mode="split").fit(X, y)
-    glob = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2, budget_mode="global", cap=4).fit(X, y)
+    split = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2, budget_mode="split",
+                                    sharding="contiguous").fit(X, y)
+    glob = AsyncOnlineSubstitution(budget=16, n_workers=4, passes=2, budget_mode="global", cap=4,
+                                   sharding="contiguous").fit(X, y)
     np.testing.assert_array_equal(split.support_, glob.support_)
     assert np.array_equal(split.raw_coef_, glob.raw_coef_)
     assert glob.n_dropped_ == 0
@@ -159,9 +165,9 @@ def test_budget_mode_settings_are_checked(uneven):
     with pytest.raises(InputError, match="cap 20 is larger than the budget"):
         AsyncOnlineSubstitution(budget=16, budget_mode="global", cap=20).fit(X, y)
     with pytest.raises(InputError, match="cap applies"):
-        AsyncOnlineSubstitution(budget=16, cap=4, budget_mode="split").fit(X, y)
+        AsyncOnlineSubstitution(budget=16, cap=4, budget_mode="split", sharding="contiguous").fit(X, y)
     with pytest.raises(InputError, match="slack applies"):
-        AsyncOnlineSubstitution(budget=16, slack=0.5, budget_mode="split").fit(X, y)
+        AsyncOnlineSubstitution(budget=16, slack=0.5, budget_mode="split", sharding="contiguous").fit(X, y)
     for bad in (0.0, 1.5, float("nan")):
         with pytest.raises(InputError, match="slack must be in"):
             AsyncOnlineSubstitution(budget=16, budget_mode="global", slack=bad).fit(X, y)

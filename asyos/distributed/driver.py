@@ -137,7 +137,7 @@ def _central_setup(config, n_workers):
 
 def _worker_setup(config, rank, n_workers):
     source = open_data_source(config)
-    columns = shard_columns(source.n_features, n_workers, rank - 1, config.sharding)
+    columns = shard_columns(source.n_features, n_workers, rank - 1, config.resolved_sharding)
     data = source.load(columns)
     problem = resolve_problem(config, source, data.y)
     check_worker_count(n_workers, problem.n_features, problem.budget, config.resolved_budget_mode)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.shard import FeatureShard
-from ..data.sharding import SHARDING_SCHEMES, shard_columns, split_budget
+from ..data.sharding import SHARDING_SCHEMES, default_sharding, shard_columns, split_budget
 from ..distributed.roles import Central, GlobalThreshold
 from ..distributed.simulator import check_simulation_args, simulate
 from ..truncation import keep_top_k
@@ -91,11 +91,12 @@ def worker_budgets(budget, n_workers, budget_mode="split", cap=None) -> list:
     return [cap] * n_workers
 
 
-def build_workers(X, y, loss, budget, n_workers, options, seed, sharding="contiguous", budgets=None, slack=None):
-    """Shards (scaled as ``options`` say), the common ``L_F`` (maximum over the shards' estimates)
-    and one worker per shard (budgets ``s/q`` unless ``budgets`` says otherwise; ``slack``: the
-    global budget's; worker 0 owns the intercept)."""
+def build_workers(X, y, loss, budget, n_workers, options, seed, sharding=None, budgets=None, slack=None):
+    """Shards (``sharding``, default the variant's; scaled as ``options`` say), the common ``L_F``
+    (maximum over the shards' estimates) and one worker per shard (budgets ``s/q`` unless
+    ``budgets`` says otherwise; ``slack``: the global budget's; worker 0 owns the intercept)."""
     p = X.shape[1]
+    sharding = default_sharding(options.variant) if sharding is None else sharding
     columns = [shard_columns(p, n_workers, w, sharding) for w in range(n_workers)]
     shards = [options.shard(X[:, cols], cols) for cols in columns]
     orders = [options.visit_order(sh, y, loss) for sh in shards]
@@ -218,7 +219,8 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     policy : {"max", "uniform", "fresh"}
         Which snapshot a worker reads within the bound (see ``asyos.distributed.simulator``).
     schedule : {"round-robin", "random"}
-    sharding : {"contiguous", "strided", "hashed"}
+    sharding : {"contiguous", "strided", "hashed"} or None
+        ``None``: strided for exchange, contiguous for kdd16 (``data.sharding.default_sharding``).
     budget_mode : {"global", "split"}
         ``split``: each worker keeps ``s/q`` features (KDD'16). ``global`` (default; the recall of
         ``split`` falls as ``q`` grows, see ``benchmarks/bench_global_budget*.py``): each worker may keep up
@@ -247,7 +249,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     """
 
     def __init__(self, budget=10, n_workers=4, max_staleness=None, policy="max", schedule="round-robin",
-                 sharding="contiguous", loss="auto", passes="auto", variant="exchange", fit_intercept=None,
+                 sharding=None, loss="auto", passes="auto", variant="exchange", fit_intercept=None,
                  scale=None, step_size=None, step_divisor=1.0, decrease_check=True, decrease_constant=None,
                  refit=True, random_state=0, trace_every=0, budget_mode="global", cap=None, slack=None):
         super().__init__(budget=budget, loss=loss, passes=passes, variant=variant, fit_intercept=fit_intercept,
@@ -269,14 +271,15 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         check_worker_count(self.n_workers, X.shape[1], self.budget, self.budget_mode)
         tau = self.n_workers if self.max_staleness is None else self.max_staleness
         check_simulation_args(tau, self.policy, self.schedule)
-        if self.sharding not in SHARDING_SCHEMES:
-            raise InputError(f"unknown sharding {self.sharding!r}; choose one of: {', '.join(SHARDING_SCHEMES)}")
+        sharding = default_sharding(options.variant) if self.sharding is None else self.sharding
+        if sharding not in SHARDING_SCHEMES:
+            raise InputError(f"unknown sharding {sharding!r}; choose one of: {', '.join(SHARDING_SCHEMES)}")
         budgets = worker_budgets(self.budget, self.n_workers, self.budget_mode, self.cap)
         start = time.perf_counter()
         if self.slack is not None and self.budget_mode != "global":
             raise InputError("slack applies to budget_mode='global'")
         workers, lipschitz = build_workers(X, y, loss, self.budget, self.n_workers, options,
-                                           self.random_state, self.sharding, budgets, self.slack)
+                                           self.random_state, sharding, budgets, self.slack)
         central, trace = self._central(X.shape[0], loss, y)
         threshold = (GlobalThreshold(threshold_rank(self.budget, options.variant), self.n_workers, budgets[0])
                      if keeps_threshold(self.budget_mode, self.n_workers) else None)

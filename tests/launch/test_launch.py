@@ -123,7 +123,7 @@ def test_global_budget_under_mpi_keeps_at_most_s(tmp_path, extra, transport):
     for mode in ("split", "global"):
         out_dir = tmp_path / mode
         rc, out, err, _ = asyos_run(5, "--data", str(path), "--budget", "12", "--passes", "2", "--budget-mode", mode,
-                                    "--output", str(out_dir), *extra)
+                                    "--sharding", "contiguous", "--output", str(out_dir), *extra)
         assert rc == 0, err
         record = json.loads((out_dir / "results.json").read_text())
         assert record["budget_mode"] == mode and len(record["selected"]) <= 12
