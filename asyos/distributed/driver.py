@@ -510,10 +510,8 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
     options = _options(config)
     candidates = Candidates.from_parts([(f["selected"], f["weights"], f["columns"], f["offsets"], f["scales"],
                                          f["intercept"]) for f in finals], y.size)
-    raw_columns = (np.concatenate([f["columns"] if f["raw_columns"] is None else f["raw_columns"] for f in finals])
-                   if candidates.size else np.zeros((0, y.size)))
-    order = np.argsort(np.concatenate([f["selected"] for f in finals]), kind="stable")
-    raw_columns = raw_columns[order]
+    raw_columns = Candidates.gather([f["columns"] if f["raw_columns"] is None else f["raw_columns"] for f in finals],
+                                    candidates.order, y.size)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         objective_candidates = check_objective(loss, y, central.u, finals[0]["step_size"], lipschitz)
@@ -522,7 +520,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
     notes = report_warnings(caught)
     selected, weights, columns = done.features, done.coef, raw_columns[done.positions]
     has_test = y_test is not None and all(f["test_columns"] is not None for f in finals)
-    test_columns = (np.concatenate([f["test_columns"] for f in finals])[order][done.positions]
+    test_columns = (Candidates.gather([f["test_columns"] for f in finals], candidates.order, 0)[done.positions]
                     if has_test and selected.size else None)
     # the selection's own loss before the refit (the refit starts from it and cannot do worse)
     objective_selection = objective_candidates if done.u is None else loss.value(y, done.u)

@@ -14,8 +14,9 @@ very same ``Worker`` and ``Central`` objects across processes, and finishes the 
 
 Why the exchange round: 12 workers each see a twelfth of the features and the others' weights a
 round trip late, so the union at the end of the asynchronous phase is a set of good candidates
-rather than a good selection (the mission command on its default problem: recall 0.79-0.83 after
-the cut against 0.96-0.99 for sequential OS). The candidates are at most ``q * cap`` columns (the
+rather than a good selection (the mission command on its default problem, before it: recall
+0.79-0.83 after the cut against 0.96-0.99 for sequential OS; with it, and the rest of the exchange
+variant, 0.98-1.00, equal to sequential OS on each of 5 seeds, ``benchmarks/bench_mpi.py``). The candidates are at most ``q * cap`` columns (the
 global budget's cap is ``ceil(3 s / q)``, so about ``3 s``), and OS over them costs a few passes of
 ``3 s`` steps of ``O(n s)``: the central node's memory stays ``O(n s)``.
 
@@ -121,16 +122,21 @@ class Candidates:
     offsets: np.ndarray
     scales: np.ndarray
     intercept: float = 0.0
+    order: np.ndarray = None         # the workers' parts, concatenated, put in feature order
 
     @classmethod
     def from_parts(cls, parts, n_samples):
         """From ``(features, weights, columns, offsets, scales, intercept)`` per worker."""
         features, weights, columns, offsets, scales, intercepts = zip(*parts)
         order = np.argsort(np.concatenate(features), kind="stable")
-        cat = lambda arrays: np.concatenate(arrays)[order]     # noqa: E731
-        rows = (np.concatenate(columns)[order] if order.size else np.zeros((0, n_samples)))
-        return cls(cat(features).astype(np.intp), cat(weights), rows, cat(offsets), cat(scales),
-                   float(sum(intercepts)))
+        return cls(np.concatenate(features)[order].astype(np.intp), np.concatenate(weights)[order],
+                   cls.gather(columns, order, n_samples), np.concatenate(offsets)[order],
+                   np.concatenate(scales)[order], float(sum(intercepts)), order)
+
+    @staticmethod
+    def gather(rows_per_worker, order, n_samples):
+        """Per-worker blocks of rows (one per feature) stacked in feature order."""
+        return np.concatenate(rows_per_worker)[order] if order.size else np.zeros((0, n_samples))
 
     @classmethod
     def from_workers(cls, workers):
