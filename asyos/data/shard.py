@@ -123,8 +123,13 @@ class FeatureShard:
     def to_units(self, local, weights, intercept=0.0):
         """Weights on the shard's columns ``local`` (and the intercept) in the data's own units:
         ``(coef, intercept)``."""
-        coef = np.asarray(weights, dtype=float) * self.scales[local]
-        return coef, float(intercept) - float(coef @ self.offsets[local])
+        return to_units(weights, intercept, self.offsets[local], self.scales[local])
+
+
+def to_units(weights, intercept, offsets, scales):
+    """``(coef, intercept)`` in the data's units of a model on columns ``(x - offsets) * scales``."""
+    coef = np.asarray(weights, dtype=float) * scales
+    return coef, float(intercept) - float(coef @ offsets)
 
 
 class CenteredRows:

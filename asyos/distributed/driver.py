@@ -141,7 +141,7 @@ def _worker_setup(config, rank, n_workers):
     data = source.load(columns)
     problem = resolve_problem(config, source, data.y)
     check_worker_count(n_workers, problem.n_features, problem.budget, config.resolved_budget_mode)
-    options = _options(config)
+    options = config.substitution_options()
     shard = options.shard(data.X, columns)
     # compile or load the step before the timed phase (if this worker's run is long enough to use it)
     warm_up_kernels(kernel_backend(None, Worker.expected_steps(shard, options.worker_passes)))
@@ -153,16 +153,12 @@ def _worker_setup(config, rank, n_workers):
     }
 
 
-def _options(config):
-    return config.substitution_options()
-
-
 # ----------------------------------------------------------------------------------- worker
 def _worker_main(config, comm, setup, lipschitz, backoff, shared=None):
     rank = comm.Get_rank()
     problem, shard, data = setup["problem"], setup["shard"], setup["data"]
     try:
-        worker = make_worker(shard, data.y, problem.loss, setup["budget"], lipschitz, _options(config),
+        worker = make_worker(shard, data.y, problem.loss, setup["budget"], lipschitz, config.substitution_options(),
                              worker_id=rank - 1, slack=config.slack, n_workers=comm.Get_size() - 1,
                              total_budget=problem.budget, order=setup["order"])
         timeout = CENTRAL_TIMEOUT_FACTOR * config.watchdog_timeout
@@ -507,7 +503,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
 
     problem = setup["problem"]
     loss, y, y_test = problem.loss, setup["y"], setup["y_test"]
-    options = _options(config)
+    options = config.substitution_options()
     candidates = Candidates.from_parts([(f["selected"], f["weights"], f["columns"], f["offsets"], f["scales"],
                                          f["intercept"]) for f in finals], y.size)
     raw_columns = Candidates.gather([f["columns"] if f["raw_columns"] is None else f["raw_columns"] for f in finals],

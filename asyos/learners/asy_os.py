@@ -16,9 +16,10 @@ Why the exchange round: 12 workers each see a twelfth of the features and the ot
 round trip late, so the union at the end of the asynchronous phase is a set of good candidates
 rather than a good selection (the mission command on its default problem, before it: recall
 0.79-0.83 after the cut against 0.96-0.99 for sequential OS; with it, and the rest of the exchange
-variant, 0.98-1.00, equal to sequential OS on each of 5 seeds, ``benchmarks/bench_mpi.py``). The candidates are at most ``q * cap`` columns (the
-global budget's cap is ``ceil(3 s / q)``, so about ``3 s``), and OS over them costs a few passes of
-``3 s`` steps of ``O(n s)``: the central node's memory stays ``O(n s)``.
+variant, 0.98-1.00, equal to sequential OS on each of 5 seeds, ``benchmarks/bench_mpi.py``).
+The candidates are at most ``q * cap`` columns (the global budget's cap is ``ceil(3 s / q)``, so
+about ``3 s``), and OS over them costs a few passes of ``3 s`` steps of ``O(n s)``: the central
+node's memory stays ``O(n s)``.
 
 With one worker the union never exceeds the budget, so nothing is re-run and one worker with
 ``tau = 0`` is sequential OS bit for bit.
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.shard import FeatureShard
+from ..data.shard import FeatureShard, to_units
 from ..data.sharding import SHARDING_SCHEMES, default_sharding, shard_columns, split_budget
 from ..distributed.roles import Central, GlobalThreshold
 from ..distributed.simulator import check_simulation_args, simulate
@@ -155,8 +156,7 @@ class Candidates:
 
     def in_units(self):
         """``(coef, intercept)`` of the candidates' model (the final ``u_C``) in the data's units."""
-        coef = self.weights * self.scales
-        return coef, self.intercept - float(coef @ self.offsets)
+        return to_units(self.weights, self.intercept, self.offsets, self.scales)
 
 
 @dataclass
@@ -195,8 +195,8 @@ def finish(candidates: Candidates, y, loss, budget, options, seed, cut: bool) ->
         keep = keep_top_k(np.abs(c.weights), budget)
         weights, how = c.weights[keep], "cut"
         u = weights @ c.columns[keep] + intercept
-    coef = weights * c.scales[keep]
-    return Finish(keep, c.features[keep], coef, intercept - float(coef @ c.offsets[keep]), u, how)
+    coef, intercept = to_units(weights, intercept, c.offsets[keep], c.scales[keep])
+    return Finish(keep, c.features[keep], coef, intercept, u, how)
 
 
 def gather_selection(workers, budget=None):

@@ -177,19 +177,12 @@ class SubstitutionState:
                                             self._u_next, self._tmp, delta)
             if action == _kernels.DIVERGED:
                 self._diverged()
-            if checked:
-                self.checks += 1
-                self.check_rejections += action == REJECT
+            self._record_check(checked, action)
             self._pending = (action, j, xj, wj, k)
             return action
         g = self.loss.dloss_raw(self.y, u, out=self._g)   # n dL/du
         XS, dw, gS = self._XSm, self._dwm, self._gSm
-        if m:
-            np.dot(XS, g, out=gS)
-            np.multiply(gS, self._retained_scale, out=dw)   # -(eta/m) X_S^T dL/du
-            np.dot(dw, XS, out=delta)                       # X_S (w_S' - w_S)
-        else:
-            delta.fill(0.0)
+        self._retained_step(g, delta)
         wj = self._new_scale * float(np.dot(xj, g))         # -eta x_j^T dL/du
         if not math.isfinite(wj * wj + float(np.dot(gS, gS))):   # squares overflow long before inf/NaN
             self._diverged()
@@ -240,16 +233,11 @@ class SubstitutionState:
             self._record_check(checked, action)
             self._pending = (action, j, xj, wj, k)
             return action
-        squared = self.loss.name == "squared"
+        squared = self._loss_code == 0
         g = self.loss.dloss_raw(self.y, u, out=self._g)               # n dL/du
         h = None if squared else self.loss.d2loss_raw(self.y, u, out=self._h)
         XS, dw, gS = self._XSm, self._dwm, self._gSm
-        if m:
-            np.dot(XS, g, out=gS)
-            np.multiply(gS, self._retained_scale, out=dw)           # -(eta/m) X_S^T dL/du (line 6)
-            np.dot(dw, XS, out=delta)
-        else:
-            delta.fill(0.0)
+        self._retained_step(g, delta)
         gj = float(np.dot(xj, g))
         v = xj if squared else np.multiply(h, xj, out=self._v)      # H x_j
         cj = float(np.dot(xj, v))
@@ -278,7 +266,8 @@ class SubstitutionState:
             if self.decrease_check:
                 u_keep = np.add(u, delta, out=self._tmp)
                 f_keep = self.loss.value(self.y, u_keep)
-                u_next = np.add(u_keep, 0.0, out=self._u_next)
+                u_next = self._u_next
+                np.copyto(u_next, u_keep)
                 daxpy(xj, u_next, a=wj)
                 daxpy(XS[k], u_next, a=wk)
                 action = SUBSTITUTE if self.loss.value(self.y, u_next) < f_keep else REJECT
@@ -289,6 +278,16 @@ class SubstitutionState:
                 daxpy(XS[k], delta, a=wk)
         self._pending = (action, j, xj, wj, k)
         return action
+
+    def _retained_step(self, g, delta):
+        """Alg. 1 line 6 from ``g = n dL/du``: ``dw = -(eta/m) X_S^T dL/du`` into the scratch, and
+        ``X_S dw`` into ``delta`` (``_compiled_step.retained_step`` compiled)."""
+        if self.size:
+            np.dot(self._XSm, g, out=self._gSm)
+            np.multiply(self._gSm, self._retained_scale, out=self._dwm)
+            np.dot(self._dwm, self._XSm, out=delta)
+        else:
+            delta.fill(0.0)
 
     def set_share(self, share: float) -> None:
         """Exchange under Asy-OS: enter features at ``share`` of their Newton weight and step the
