@@ -30,7 +30,7 @@ DEFAULT_N_FEATURES = 2000
 DEFAULT_N_INFORMATIVE = 100
 DEFAULT_SIMULATED_WORKERS = 4
 PUSH_MODES = ("auto", "pipelined", "each-step")
-TRANSPORTS = ("auto", "shared-memory", "messages")
+TRANSPORTS = ("auto", "shared-memory", "messages", "node-aggregated")
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,12 @@ class RunConfig:
         from .data.sharding import default_sharding
         return self.sharding or default_sharding(self.variant)
 
+    def asy_os_plan(self, n_features: int, budget: int, n_workers: int):
+        """The ``AsyOSPlan`` of an Asy-OS run with these settings (every rank builds the same)."""
+        from .protocol.plan import AsyOSPlan
+        return AsyOSPlan.build(n_features, budget, n_workers, budget_mode=self.resolved_budget_mode, cap=self.cap,
+                               variant=self.variant, sharding=self.resolved_sharding, slack=self.slack)
+
     @property
     def resolved_push_mode(self) -> str:
         """``auto``: pipelined, unless a staleness bound must be enforced step by step."""
@@ -157,7 +163,7 @@ class RunConfig:
         from .registry import get_algorithm
         from .losses import get_loss
         from .data.sharding import SHARDING_SCHEMES
-        from .distributed.simulator import POLICIES, SCHEDULES
+        from .protocol.simulator import POLICIES, SCHEDULES
 
         get_algorithm(self.algorithm)
         if self.loss != "auto":
@@ -196,9 +202,9 @@ class RunConfig:
                  f"unknown --schedule {self.schedule!r}; choose one of: {', '.join(SCHEDULES)}")
         _require(self.transport in TRANSPORTS,
                  f"unknown --transport {self.transport!r}; choose one of: {', '.join(TRANSPORTS)}")
-        _require(not (self.transport == "shared-memory" and self.push_mode != "auto"),
-                 f"--push-mode {self.push_mode} applies to --transport messages; with shared memory every "
-                 f"step is written into u_C directly")
+        _require(not (self.transport in ("shared-memory", "node-aggregated") and self.push_mode != "auto"),
+                 f"--push-mode {self.push_mode} applies to --transport messages; with {self.transport} every "
+                 f"step is written into shared memory directly")
         _require(self.push_mode in PUSH_MODES,
                  f"unknown --push-mode {self.push_mode!r}; choose one of: {', '.join(PUSH_MODES)}")
         _require(not (self.push_mode == "pipelined" and self.max_staleness is not None),

@@ -11,6 +11,7 @@ EXIT_USAGE = 2           # bad input or configuration (one line, no traceback)
 EXIT_WORKER_FAILED = 3   # a worker raised; the central rank reports rank and traceback
 EXIT_WORKER_LOST = 17    # the central watchdog saw a worker go silent
 EXIT_CENTRAL_LOST = 18   # a worker waited too long for the central rank
+EXIT_INTERRUPTED = 130   # Ctrl-C (SIGINT), as shells report it
 
 
 class InputError(ValueError):

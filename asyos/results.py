@@ -67,7 +67,7 @@ def write_results(directory: str, record: dict, log_rows=None) -> str:
     path = os.path.join(directory, "results.json")
     write_json_atomic(path, record)
     if log_rows is not None:
-        from .distributed.roles import SelectionLog
+        from .protocol.worker import SelectionLog
         with open(os.path.join(directory, "selection_log.csv"), "w", newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(SelectionLog.FIELDS)

@@ -20,7 +20,7 @@ import time
 import traceback
 import warnings
 
-from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, ConvergenceWarning, InputError
+from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConvergenceWarning, InputError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -280,14 +280,22 @@ def main(argv=None) -> int:
     if supervisor.should_supervise():           # before numpy and MPI are loaded
         return supervisor.supervise()
     atexit.register(supervisor.mark_finished)   # registered before mpi4py: runs after MPI_Finalize
+    status = _main(argv)
+    supervisor.run_ended()
+    return status
+
+
+def _main(argv) -> int:
     comm = None
     rank = 0
+    started = False                             # the configuration is parsed: the run is under way
     if argv[:1] == ["--benchmark"] or (argv and argv[0].startswith("--benchmark=")):
         return _benchmark(argv)
     try:
         comm = _mpi_world()
         rank = comm.Get_rank() if comm is not None else 0
         config = parse_config(argv)
+        started = True
         if config is None:
             if rank == 0:
                 print(list_algorithms())
@@ -310,15 +318,17 @@ def main(argv=None) -> int:
             print(f"asyos: error: {exc}", file=sys.stderr, flush=True)
         return EXIT_USAGE
     except SystemExit as exc:
-        if exc.code in (None, 0) or comm is None:
+        if comm is None or not started:         # --help, or one process: Python's own exit
+            from .distributed.supervisor import run_ended
+            run_ended()
             raise
-        _abort(comm, rank, f"exited with status {exc.code}", EXIT_INTERNAL)
+        _abort(comm, rank, f"exited with status {exc.code} before the run finished", EXIT_INTERNAL)
         raise
     except KeyboardInterrupt:
         if comm is not None:
-            _abort(comm, rank, "interrupted", 130)
+            _interrupted(comm, rank)
         print("asyos: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BaseException:  # noqa: BLE001 - anything else is a bug: report, abort the job
         if comm is None:
             raise
@@ -341,6 +351,20 @@ def _benchmark(argv) -> int:
     except InputError as exc:
         print(f"asyos: error: {exc}", file=sys.stderr, flush=True)
         return EXIT_USAGE
+
+
+def _interrupted(comm, rank):
+    """Ctrl-C under ``mpiexec``: the launcher sends SIGINT to every rank, so each ends at once
+    with ``EXIT_INTERRUPTED``; rank 0 alone says so. No ``MPI_Abort``, whose code would race with
+    the ranks' own exits."""
+    import os
+    from .distributed.supervisor import mark_finished, run_ended
+    if rank == 0:
+        sys.stderr.write("asyos: interrupted; ending the job\n")
+        sys.stderr.flush()
+    run_ended()
+    mark_finished()
+    os._exit(EXIT_INTERRUPTED)
 
 
 def _abort(comm, rank, what, code):

@@ -49,9 +49,11 @@ import numpy as np
 from asyos.benchmarking.common import Run, choose_profile, fmt, mean_std, parser, plot, print_table
 
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution
-from asyos.distributed.projection import Costs, SimulatedClock, replay
-from asyos.distributed.roles import Central, GlobalThreshold
-from asyos.learners.asy_os import build_workers, gather_selection, worker_budgets
+from asyos.protocol.replay import Costs, SimulatedClock, replay
+from asyos.protocol.central import Central
+from asyos.protocol.threshold import GlobalThreshold
+from asyos.learners.asy_os import build_workers, gather_selection
+from asyos.protocol.plan import AsyOSPlan, worker_budgets
 from asyos.learners.online_substitution import SubstitutionOptions
 from asyos.data.synthetic import SyntheticSource
 from asyos.losses import get_loss
@@ -261,8 +263,8 @@ def replay_slack(run, profile):
                                 noise=profile["noise"]["regression"], seed=seed).load()
             mode = "split" if slack is None else "global"
             budgets = worker_budgets(s, q, mode)
-            workers, _ = build_workers(d.X, d.y, loss, s, q, SubstitutionOptions(passes=profile["passes"]), seed,
-                                       budgets=budgets, slack=slack)
+            plan = AsyOSPlan.build(d.X.shape[1], s, q, budget_mode=mode, slack=slack)
+            workers, _ = build_workers(d.X, d.y, loss, plan, SubstitutionOptions(passes=profile["passes"]), seed)
             sizes = []
             central = Central(d.n_samples, monitor=lambda c: sizes.append(sum(w.state.size for w in workers)))
             keeper = GlobalThreshold(s, q, budgets[0]) if slack is not None else None

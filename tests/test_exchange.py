@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution, make_classification, make_regression
-from asyos.distributed.roles import MAX_AUTO_PASSES, MIN_AUTO_PASSES
+from asyos.protocol.worker import MAX_AUTO_PASSES, MIN_AUTO_PASSES
 from asyos.errors import DivergenceError
 from asyos.learners.online_substitution import SubstitutionOptions, entry_scale, local_lipschitz
 from asyos.learners.screening import marginal_gains, screening_order
@@ -223,12 +223,15 @@ def test_asy_os_finishes_with_an_exchange_run_over_the_candidates():
     d = make_classification(n_features=600, n_informative=15, n_samples=250, seed=8)
     model = AsyncOnlineSubstitution(budget=15, n_workers=6, refit=False).fit(d.X, d.y)
     assert model.finish_ == "exchange" and model.n_candidates_ > 15 and model.support_.size <= 15
-    from asyos.learners.asy_os import Candidates, build_workers
-    from asyos.distributed.roles import Central, GlobalThreshold
-    from asyos.distributed.simulator import simulate
-    from asyos.learners.asy_os import threshold_rank, worker_budgets
+    from asyos.protocol.finish import Candidates
+    from asyos.learners.asy_os import build_workers
+    from asyos.protocol.central import Central
+    from asyos.protocol.threshold import GlobalThreshold
+    from asyos.protocol.simulator import simulate
+    from asyos.protocol.plan import AsyOSPlan, threshold_rank, worker_budgets
     budgets = worker_budgets(15, 6, "global")
-    workers, _ = build_workers(d.X, d.y, get_loss("squared_hinge"), 15, 6, SubstitutionOptions(), 0, budgets=budgets)
+    plan = AsyOSPlan.build(d.X.shape[1], 15, 6, budget_mode="global")
+    workers, _ = build_workers(d.X, d.y, get_loss("squared_hinge"), plan, SubstitutionOptions(), 0)
     assert threshold_rank(15, "exchange") == 30 and threshold_rank(15, "kdd16") == 15
     simulate(workers, Central(d.n_samples), 6, threshold=GlobalThreshold(30, 6, budgets[0]))
     candidates = Candidates.from_workers(workers)
@@ -256,7 +259,7 @@ def test_the_guard_keeps_workers_that_fit_the_same_documents_from_diverging(monk
     """Twelve workers fitting the hard documents with words found in them alone overshoot together
     where the columns' overall correlation says nothing (dexter); halving the share when the loss at
     a read doubles keeps the run finite."""
-    import asyos.distributed.roles as roles
+    import asyos.protocol.worker as roles
     X, y = words_that_occur_in_one_document(0)
     empty = get_loss("squared_hinge").value(y, np.full(y.size, get_loss("squared_hinge").best_intercept(y)))
     model = AsyncOnlineSubstitution(budget=10, n_workers=12, refit=False).fit(X, y)

@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 
 from asyos import AsyncOnlineSubstitution, make_regression
-from asyos.distributed.roles import Central, GlobalThreshold, worker_threshold
-from asyos.distributed.simulator import simulate
+from asyos.protocol.central import Central
+from asyos.protocol.threshold import GlobalThreshold, worker_threshold
+from asyos.protocol.simulator import simulate
 from asyos.errors import InputError
-from asyos.learners.asy_os import build_workers, default_cap, worker_budgets
+from asyos.learners.asy_os import build_workers
+from asyos.protocol.plan import AsyOSPlan, default_cap, worker_budgets
 from asyos.learners.online_substitution import SubstitutionOptions
 from asyos.learners.substitution import REJECT, SubstitutionState
 from asyos.losses import get_loss
@@ -117,7 +119,8 @@ def test_selection_never_exceeds_the_budget_and_u_c_is_the_sum_of_the_workers(un
     s = 16
     loss = get_loss("squared")
     budgets = worker_budgets(s, q, "global")
-    workers, _ = build_workers(X, y, loss, s, q, SubstitutionOptions(passes=2), 0, budgets=budgets)
+    workers, _ = build_workers(X, y, loss, AsyOSPlan.build(X.shape[1], s, q, budget_mode="global"),
+                               SubstitutionOptions(passes=2), 0)
     central = Central(X.shape[0])
     threshold = GlobalThreshold(s, q, budgets[0])
     simulate(workers, central, tau, threshold=threshold)
@@ -216,7 +219,8 @@ def test_a_new_feature_below_the_drop_level_does_not_enter():
     """The admission rule: with the others holding s large weights, a worker's new feature (whose
     one-step weight is far below slack x theta) is rejected, so nothing enters only to be dropped."""
     d = make_regression(n_features=40, n_informative=4, n_samples=30, seed=1)
-    workers, _ = build_workers(d.X, d.y, get_loss("squared"), 8, 1, SubstitutionOptions(passes=1), 0, budgets=[8])
+    workers, _ = build_workers(d.X, d.y, get_loss("squared"), AsyOSPlan.build(d.X.shape[1], 8, 1),
+                               SubstitutionOptions(passes=1), 0)
     worker = workers[0]
     u = np.zeros(d.n_samples)
     for _ in range(5):
@@ -230,7 +234,8 @@ def test_a_new_feature_below_the_drop_level_does_not_enter():
 def test_worker_drops_below_slack_times_its_threshold():
     d = make_regression(n_features=40, n_informative=4, n_samples=30, seed=1)
     loss = get_loss("squared")
-    workers, _ = build_workers(d.X, d.y, loss, 8, 1, SubstitutionOptions(passes=1), 0, budgets=[8], slack=0.5)
+    plan = AsyOSPlan.build(d.X.shape[1], 8, 1, budget_mode="global", slack=0.5)
+    workers, _ = build_workers(d.X, d.y, loss, plan, SubstitutionOptions(passes=1), 0)
     worker = workers[0]
     u = np.zeros(d.n_samples)
     for _ in range(8):                                   # fill the 8 slots

@@ -8,9 +8,10 @@ import scipy.sparse as sp
 
 from asyos import OnlineSubstitution, make_classification, make_regression
 from asyos.data.shard import FeatureShard
-from asyos.distributed.roles import Central
+from asyos.protocol.central import Central
 from asyos.errors import InputError
-from asyos.learners.online_substitution import SubstitutionOptions, local_lipschitz, make_worker, run_loopback
+from asyos.learners.online_substitution import SubstitutionOptions, local_lipschitz, make_worker
+from asyos.protocol.loopback import run_loopback
 from asyos.losses import get_loss
 from asyos.metrics import recall
 

@@ -3,9 +3,10 @@ import numpy as np
 import pytest
 
 from asyos import OnlineSubstitution, make_regression
-from asyos.distributed.projection import Costs, SimulatedClock, replay, sequential_time
-from asyos.distributed.roles import Central
+from asyos.protocol.replay import Costs, SimulatedClock, replay, sequential_time
+from asyos.protocol.central import Central
 from asyos.learners.asy_os import build_workers
+from asyos.protocol.plan import AsyOSPlan
 from asyos.learners.online_substitution import SubstitutionOptions
 from asyos.losses import get_loss
 from asyos.trace import ObjectiveTrace, first_reaching
@@ -22,7 +23,8 @@ def problem():
 
 
 def workers_for(d, q, passes=2):
-    return build_workers(d.X, d.y, get_loss("squared"), 12, q, SubstitutionOptions(passes=passes), seed=0)[0]
+    return build_workers(d.X, d.y, get_loss("squared"), AsyOSPlan.build(d.X.shape[1], 12, q),
+                         SubstitutionOptions(passes=passes), 0)[0]
 
 
 def test_one_worker_with_free_messages_is_sequential_os(problem):
@@ -92,14 +94,15 @@ def test_faster_messages_reach_a_threshold_sooner(problem):
 def test_replay_runs_the_global_budget_as_under_mpi(problem):
     """Pushes carry the retained weights, replies the others' top |w|: the selection is cut to s,
     u_C is the sum of the workers' contributions, and one worker is sequential OS."""
-    from asyos.distributed.roles import GlobalThreshold
-    from asyos.learners.asy_os import gather_selection, worker_budgets
+    from asyos.protocol.threshold import GlobalThreshold
+    from asyos.learners.asy_os import gather_selection
+    from asyos.protocol.plan import worker_budgets
     d = problem
     seq = OnlineSubstitution(budget=12, passes=2, refit=False).fit(d.X, d.y)
     for q in (1, 4):
         budgets = worker_budgets(12, q, "global")
-        workers = build_workers(d.X, d.y, get_loss("squared"), 12, q, SubstitutionOptions(passes=2), seed=0,
-                                budgets=budgets)[0]
+        workers = build_workers(d.X, d.y, get_loss("squared"), AsyOSPlan.build(d.X.shape[1], 12, q, budget_mode="global"),
+                                SubstitutionOptions(passes=2), 0)[0]
         central, threshold = Central(d.n_samples), GlobalThreshold(12, q, budgets[0])
         replay(workers, central, REAL, SimulatedClock(), threshold=threshold)
         total = sum(w.contribution() for w in workers)

@@ -3,9 +3,11 @@ import numpy as np
 
 from asyos import make_regression
 from asyos.data.shard import FeatureShard
-from asyos.distributed.roles import Central, staleness_summary
+from asyos.protocol.central import Central, staleness_summary
 from asyos.learners.asy_os import build_workers
-from asyos.learners.online_substitution import SubstitutionOptions, make_worker, run_loopback
+from asyos.protocol.plan import AsyOSPlan
+from asyos.learners.online_substitution import SubstitutionOptions, make_worker
+from asyos.protocol.loopback import run_loopback
 from asyos.losses import get_loss
 
 
@@ -49,7 +51,8 @@ def test_discard_then_redo_equals_never_refused():
 def test_central_state_is_the_sum_of_the_workers_contributions_under_refusals():
     """However pushes are refused and redone, u_C = sum over workers of X_S w_S."""
     d = make_regression(n_features=300, n_informative=12, n_samples=80, seed=2)
-    workers, _ = build_workers(d.X, d.y, get_loss("squared"), 12, 3, SubstitutionOptions(passes=2), seed=0)
+    workers, _ = build_workers(d.X, d.y, get_loss("squared"), AsyOSPlan.build(d.X.shape[1], 12, 3),
+                               SubstitutionOptions(passes=2), 0)
     central = Central(d.n_samples, max_staleness=2)
     rng = np.random.default_rng(0)
     snapshots = [(central.u.copy(), 0)] * 3

@@ -5,10 +5,11 @@ import pytest
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution, make_regression
 from asyos.data.shard import FeatureShard
 from asyos.data.sharding import shard_columns, split_budget
-from asyos.distributed.roles import Central
-from asyos.distributed.simulator import simulate
+from asyos.protocol.central import Central
+from asyos.protocol.simulator import simulate
 from asyos.errors import InputError
 from asyos.learners.asy_os import build_workers
+from asyos.protocol.plan import AsyOSPlan
 from asyos.learners.online_substitution import SubstitutionOptions, make_worker
 from asyos.losses import get_loss
 
@@ -69,7 +70,8 @@ def test_zero_staleness_equals_a_round_robin_over_the_shards(problem):
 @pytest.mark.parametrize("tau", [0, 1, 3, 9])
 def test_the_staleness_bound_is_never_exceeded(problem, policy, schedule, tau):
     d = problem
-    workers, _ = build_workers(d.X, d.y, get_loss("squared"), 16, 4, SubstitutionOptions(passes=1), seed=0)
+    workers, _ = build_workers(d.X, d.y, get_loss("squared"), AsyOSPlan.build(d.X.shape[1], 16, 4),
+                               SubstitutionOptions(passes=1), 0)
     report = simulate(workers, Central(d.n_samples), tau, policy, schedule, seed=3)
     assert report.staleness["max"] <= tau
     assert sum(report.staleness["histogram"]) == report.steps > 0
@@ -109,7 +111,7 @@ class CountingWorker:
         self.reads.append((version, u.copy()))
         self.delta = np.zeros(u.shape[0])
         self.delta[self.index] = 1.0
-        from asyos.distributed.roles import Push
+        from asyos.protocol.worker import Push
         return Push(self.delta, self.delta, version, self.index, 0)
 
     def commit(self):

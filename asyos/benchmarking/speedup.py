@@ -44,9 +44,11 @@ import numpy as np
 
 from ..config import RunConfig
 from ..data.synthetic import SyntheticSource
-from ..distributed.projection import Costs, SimulatedClock, replay, sequential_time
-from ..distributed.roles import Central, GlobalThreshold
-from ..learners.asy_os import BUDGET_MODES, build_workers, keeps_threshold, worker_budgets
+from ..protocol.replay import Costs, SimulatedClock, replay, sequential_time
+from ..protocol.central import Central
+from ..protocol.threshold import GlobalThreshold
+from ..protocol.plan import BUDGET_MODES, AsyOSPlan, keeps_threshold, worker_budgets
+from ..learners.asy_os import build_workers
 from ..learners.online_substitution import SubstitutionOptions
 from ..losses import get_loss
 from ..trace import ObjectiveTrace, first_reaching
@@ -298,7 +300,8 @@ def timed_full_steps(data, loss, budget, count, others_top=None):
     ``budget`` retained features, each timed once the retained set is full; ``others_top``: the
     global budget's argument."""
     cols = min(data.X.shape[1], budget + count + 50)
-    workers, _ = build_workers(data.X[:, :cols], data.y, loss, budget, 1, SubstitutionOptions(passes=3), seed=1)
+    workers, _ = build_workers(data.X[:, :cols], data.y, loss, AsyOSPlan.build(cols, budget, 1),
+                               SubstitutionOptions(passes=3), 1)
     worker, central = workers[0], Central(data.n_samples)
     extra = () if others_top is None else (others_top,)
     times = []
@@ -349,8 +352,8 @@ def project(task, settings, profile, costs, threshold, budget_mode="split"):
 
     def traced(q, run):
         """``run(workers, central, clock)`` on q simulated workers, with the training error traced."""
-        budgets = worker_budgets(budget, q, budget_mode)
-        workers, _ = build_workers(data.X, data.y, loss, budget, q, options, seed=0, budgets=budgets)
+        plan = AsyOSPlan.build(data.X.shape[1], budget, q, budget_mode=budget_mode, variant=options.variant)
+        workers, _ = build_workers(data.X, data.y, loss, plan, options, 0)
         clock = SimulatedClock()
         trace = ObjectiveTrace(profile["trace_every"], loss, data.y, clock=clock)
         central = Central(data.n_samples, monitor=trace)

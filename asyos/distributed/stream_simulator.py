@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import InputError
 from ..learners.base import check_positive_int
 from ..learners.sample_stream import rows_of
-from .simulator import WorkerSchedule, check_simulation_args, choose_version
+from ..protocol.simulator import WorkerSchedule, check_simulation_args, choose_version
 
 
 def worker_streams(n_samples, n_passes, n_workers, rng):

@@ -59,7 +59,9 @@ def supervise() -> int:
     os.close(write_end)
     for sig in _FORWARDED:
         signal.signal(sig, lambda s, _frame: child.send_signal(s))
-    status = child.wait()
+    status = _wait(child, rank)
+    if status is None:                          # frozen, reported and killed
+        return 1
     with os.fdopen(read_end, "rb") as fh:
         finished = fh.read() == FINISHED
     if status < 0:
@@ -76,11 +78,58 @@ def supervise() -> int:
     return status
 
 
+_ended = [False]
+
+
+def run_ended():
+    """``main`` returned (or a rank is ending the job with its own message): the exit that follows
+    is the run's end, not a rank leaving early."""
+    _ended[0] = True
+
+
+FROZEN_AFTER = 5.0          # seconds a rank may stay stopped by SIGSTOP before the job is ended
+
+
+def _wait(child, rank):
+    """The child's exit status (negative: killed by that signal), like ``Popen.wait``; ``None``
+    for a child
+    stopped by ``SIGSTOP`` for ``FROZEN_AFTER`` seconds, reported and killed (it could never
+    answer the other ranks, and nothing else ends a job whose rank is stopped between two of
+    their deadlines, e.g. while loading or after the workers were released). A stop by the
+    terminal (``SIGTSTP``, Ctrl-Z) is the user's pause and is left alone."""
+    import time
+    while True:
+        pid, status = os.waitpid(child.pid, os.WUNTRACED)
+        if not os.WIFSTOPPED(status):
+            child.returncode = os.waitstatus_to_exitcode(status)
+            return child.returncode
+        if os.WSTOPSIG(status) != signal.SIGSTOP:
+            continue
+        stopped_at = time.monotonic()
+        while time.monotonic() - stopped_at < FROZEN_AFTER:
+            time.sleep(0.1)
+            pid, status = os.waitpid(child.pid, os.WNOHANG | os.WCONTINUED)
+            if pid and not os.WIFSTOPPED(status):
+                break
+        else:
+            sys.stderr.write(f"asyos: rank {rank} (pid {child.pid}) was stopped (SIGSTOP) for {FROZEN_AFTER:g} s; "
+                             f"ending the job\n")
+            sys.stderr.flush()
+            child.kill()
+            os.waitpid(child.pid, 0)
+            child.returncode = -signal.SIGKILL
+            return None
+        if pid and (os.WIFEXITED(status) or os.WIFSIGNALED(status)):
+            child.returncode = os.waitstatus_to_exitcode(status)
+            return child.returncode
+
+
 def mark_finished():
-    """In a supervised child: tell the supervisor the run ended through ``main`` (call at exit,
-    after MPI is finalised)."""
+    """In a supervised child, at exit (after MPI is finalised): tell the supervisor the run ended
+    through ``main`` (``run_ended``); any other exit, ``sys.exit(0)`` deep in the run included,
+    is reported by the supervisor as a rank that left early."""
     fd = os.environ.get(CHILD_ENV)
-    if fd is None:
+    if fd is None or not _ended[0]:
         return
     try:
         os.write(int(fd), FINISHED)

@@ -95,6 +95,7 @@ def abort_job(comm, code: int, message: str) -> "NoReturn":
     time.sleep(ABORT_GRACE)
     comm.Abort(code)
     time.sleep(ABORT_WAIT)
-    from .supervisor import mark_finished
+    from .supervisor import mark_finished, run_ended
+    run_ended()
     mark_finished()
     os._exit(code)

@@ -65,7 +65,7 @@ class BudgetedSelector(Parameters):
     def _set_selection(self, X, y, loss, support, weights, intercept=None):
         """Record the selected features and their weights (and the intercept, ``None`` for a model
         without one), then (with ``refit``) refit on them."""
-        from .refit import refit as refit_model, refit_with_intercept
+        from .refit import refit_selection
         p = X.shape[1]
         order = np.argsort(np.asarray(support, dtype=np.intp), kind="stable")
         self.n_features_in_ = p
@@ -74,14 +74,9 @@ class BudgetedSelector(Parameters):
         self.raw_coef_[self.support_] = np.asarray(weights, dtype=float)[order]
         self.raw_intercept_ = self.intercept_ = 0.0 if intercept is None else float(intercept)
         self.coef_ = self.raw_coef_.copy()
-        if not self.refit:
-            return self
-        if intercept is not None:
-            self.coef_[self.support_], self.intercept_ = refit_with_intercept(
-                columns_dense(X, self.support_), y, loss, w0=self.raw_coef_[self.support_], intercept0=intercept)
-        elif self.support_.size:
-            self.coef_[self.support_] = refit_model(columns_dense(X, self.support_), y, loss,
-                                                    w0=self.raw_coef_[self.support_])
+        if self.refit:
+            self.coef_[self.support_], self.intercept_ = refit_selection(
+                columns_dense(X, self.support_), y, loss, self.raw_coef_[self.support_], intercept)
         return self
 
     # -- fitted face ----------------------------------------------------------------------------

@@ -33,8 +33,10 @@ from typing import Optional, Union
 import numpy as np
 
 from ..data.shard import FeatureShard
-from ..distributed.roles import Central, Worker
 from ..errors import ConvergenceWarning, DivergenceError, InputError
+from ..protocol.central import Central
+from ..protocol.loopback import run_loopback
+from ..protocol.worker import Worker
 from ..trace import ObjectiveTrace
 from .base import BudgetedSelector, check_positive_float, check_positive_int
 from .screening import screening_order
@@ -148,17 +150,6 @@ def entry_scale(shard, lipschitz, loss, total_budget, n_workers) -> float:
     mean_diag = float(norms[norms > 0].mean()) if np.any(norms > 0) else 0.0
     rho = coupling(lipschitz, loss.curvature, mean_diag, total_budget + 1)
     return 1.0 / (1.0 + (n_workers - 1) * rho)
-
-
-def run_loopback(worker, central):
-    """Sequential OS: the worker's gradient point is the central ``u``, which only it changes."""
-    with quiet_float_errors():
-        while True:
-            push = worker.propose(central.u, central.version)
-            if push is None:
-                return
-            central.apply(push.delta, push.version_read)
-            worker.commit()
 
 
 def check_objective(loss, y, u, step_size, lipschitz) -> float:

@@ -72,3 +72,15 @@ def _lbfgs(Z, y, loss, start, n_penalised):
     result = minimize(objective, start, jac=True, method="L-BFGS-B",
                       options={"maxiter": 1000, "gtol": 1e-10, "ftol": 1e-14})
     return result.x
+
+
+def refit_selection(X_S, y, loss, coef, intercept=None):
+    """The refit every selector ends with: ``(coef, intercept)`` on the selected columns ``X_S``
+    (dense n x k) from the selection's own ``coef`` and ``intercept`` (``None``: a model without
+    one, which stays without; returned as 0)."""
+    coef = np.asarray(coef, dtype=float)
+    if intercept is not None:
+        return refit_with_intercept(X_S, y, loss, w0=coef, intercept0=intercept)
+    if coef.size == 0:
+        return coef.copy(), 0.0
+    return refit(X_S, y, loss, w0=coef), 0.0

@@ -13,7 +13,7 @@ import time
 mode, target, after = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 my_rank = int(os.environ.get("PMI_RANK", "-1"))
 
-from asyos.distributed import roles  # noqa: E402
+from asyos.protocol import worker as roles  # noqa: E402
 
 original_propose = roles.Worker.propose
 calls = 0

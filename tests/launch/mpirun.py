@@ -35,5 +35,11 @@ def run_mpiexec(nprocs, argv, timeout=120, env_extra=None):
     return proc.returncode, out, err, time.monotonic() - start
 
 
-def asyos_run(nprocs, *args, timeout=120):
-    return run_mpiexec(nprocs, [sys.executable, "-m", "asyos.run", *args], timeout=timeout)
+def asyos_run(nprocs, *args, timeout=120, env_extra=None):
+    return run_mpiexec(nprocs, [sys.executable, "-m", "asyos.run", *args], timeout=timeout, env_extra=env_extra)
+
+
+def virtual_nodes(count):
+    """The environment that makes MPICH split the ranks into ``count`` nodes (round-robin) for
+    ``Split_type(COMM_TYPE_SHARED)``: several nodes on one machine."""
+    return {"MPIR_CVAR_NUM_CLIQUES": str(count)}

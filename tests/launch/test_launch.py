@@ -7,26 +7,29 @@ import numpy as np
 import pytest
 
 from tests.conftest import REPO
-from tests.launch.mpirun import asyos_run, run_mpiexec
+from tests.launch.mpirun import asyos_run, run_mpiexec, virtual_nodes
 
 SMALL = ["--n-features", "400", "--n-informative", "12", "--passes", "2"]
 FAULTY = os.path.join(REPO, "tests", "launch", "faulty_run.py")
 
 
-@pytest.mark.parametrize("transport", ["auto", "messages"])
-def test_asy_os_writes_the_parallel_fields(tmp_path, transport):
-    rc, out, err, _ = asyos_run(3, *SMALL, "--output", str(tmp_path), "--trace-every", "50", "--transport", transport)
+@pytest.mark.parametrize("transport, nodes, expected", [("auto", 1, "shared-memory"), ("messages", 1, "messages"),
+                                                        ("auto", 2, "node-aggregated")])
+def test_asy_os_writes_the_parallel_fields(tmp_path, transport, nodes, expected):
+    rc, out, err, _ = asyos_run(3, *SMALL, "--output", str(tmp_path), "--trace-every", "50", "--transport", transport,
+                                env_extra=virtual_nodes(nodes))
     assert rc == 0, err
     assert "asy-os (mpi)" in out and "2 workers" in out
     record = json.loads((tmp_path / "results.json").read_text())
     assert record["mode"] == "mpi" and record["n_workers"] == 2
-    assert record["transport"] == ("shared-memory" if transport == "auto" else "messages")  # one node here
+    assert record["transport"] == expected              # auto: one node or several
     assert 0 < len(record["selected"]) <= 12 and 0 <= record["metrics"]["recall"] <= 1
     # the refit minimises the loss on the selected columns, so it cannot do worse than the OS weights
     assert record["metrics"]["objective"] <= record["metrics"]["objective_selection"] * (1 + 1e-12)
     for key in ("mean", "max", "p95", "histogram"):
         assert key in record["staleness"]
-    assert sum(record["staleness"]["histogram"]) == record["pushes"] > 0
+    counted = record["steps"] if expected == "node-aggregated" else record["pushes"]
+    assert sum(record["staleness"]["histogram"]) == counted > 0
     assert record["pushes_per_s"] > 0 and record["refused_pushes"] == 0
     assert record["max_staleness"] is None
     assert len(record["trace"]["objective"]) >= 2
@@ -35,10 +38,11 @@ def test_asy_os_writes_the_parallel_fields(tmp_path, transport):
     assert {line.split(",")[0] for line in rows[1:]} == {"0", "1"}
 
 
-@pytest.mark.parametrize("transport", ["shared-memory", "messages"])
+@pytest.mark.parametrize("transport", ["shared-memory", "messages", "node-aggregated"])
 def test_staleness_bound_is_enforced_by_refusing_pushes(tmp_path, transport):
+    nodes = 2 if transport == "node-aggregated" else 1
     rc, out, err, _ = asyos_run(4, *SMALL, "--max-staleness", "0", "--transport", transport,
-                                "--output", str(tmp_path))
+                                "--output", str(tmp_path), env_extra=virtual_nodes(nodes))
     assert rc == 0, err
     record = json.loads((tmp_path / "results.json").read_text())
     assert record["staleness"]["max"] == 0 and record["max_staleness"] == 0
@@ -59,7 +63,7 @@ def test_local_launcher_script(tmp_path):
     assert "2 workers" in out
 
 
-@pytest.mark.parametrize("transport", ["shared-memory", "messages"])
+@pytest.mark.parametrize("transport", ["shared-memory", "messages", "node-aggregated"])
 @pytest.mark.parametrize("mode, code, message", [
     ("raise", 3, "worker rank 2 failed: RuntimeError: injected failure"),
     ("exit", 3, "worker rank 2 failed: SystemExit: 3"),
@@ -68,8 +72,9 @@ def test_local_launcher_script(tmp_path):
     ("hang", 17, "worker rank(s) [2] sent nothing for more than 5 s"),
 ])
 def test_a_failing_worker_ends_the_job_with_its_rank_named(mode, code, message, transport):
+    nodes = 2 if transport == "node-aggregated" else 1     # rank 2 then shares a node with rank 0
     rc, out, err, seconds = run_mpiexec(4, [sys.executable, FAULTY, mode, "2", "40", "--passes", "50",
-                                            "--transport", transport], timeout=60)
+                                            "--transport", transport], timeout=60, env_extra=virtual_nodes(nodes))
     assert rc != 0
     if code is not None:
         assert rc == code
@@ -109,11 +114,13 @@ def test_an_error_in_one_shard_is_agreed_on_by_every_rank(tmp_path):
 
 @pytest.mark.parametrize("extra,transport", [([], "shared-memory"), (["--transport", "messages"], "messages"),
                                              (["--push-mode", "each-step"], "messages"),
-                                             (["--push-mode", "each-step", "--max-staleness", "1"], "messages")])
+                                             (["--push-mode", "each-step", "--max-staleness", "1"], "messages"),
+                                             ([], "node-aggregated")])
 def test_global_budget_under_mpi_keeps_at_most_s(tmp_path, extra, transport):
     """The true features crowd the first of four shards (contiguous sharding, data file reordered):
     the split budget can keep at most 3 of them there, the global budget more; never more than s.
-    Both transports: replies carry the others' top |w|, or the shared window holds every worker's."""
+    Every transport: replies carry the others' top |w|, or the shared window holds every worker's (and
+    node-aggregated: the other nodes' top |w| that came with the leader's reply)."""
     from asyos import make_regression
     d = make_regression(n_features=400, n_informative=12, n_samples=200, seed=5)
     order = np.r_[np.flatnonzero(d.true_coef), np.flatnonzero(d.true_coef == 0)]
@@ -123,7 +130,8 @@ def test_global_budget_under_mpi_keeps_at_most_s(tmp_path, extra, transport):
     for mode in ("split", "global"):
         out_dir = tmp_path / mode
         rc, out, err, _ = asyos_run(5, "--data", str(path), "--budget", "12", "--passes", "2", "--budget-mode", mode,
-                                    "--sharding", "contiguous", "--output", str(out_dir), *extra)
+                                    "--sharding", "contiguous", "--output", str(out_dir), *extra,
+                                    env_extra=virtual_nodes(2 if transport == "node-aggregated" else 1))
         assert rc == 0, err
         record = json.loads((out_dir / "results.json").read_text())
         assert record["budget_mode"] == mode and len(record["selected"]) <= 12

@@ -1,12 +1,9 @@
-"""The two roles of Asy-OS as plain objects with no I/O (KDD'16 Alg. 2 and Alg. 3).
+"""The Asy-OS worker (KDD'16 Alg. 3; Alg. 1 when alone) as a plain object with no I/O.
 
 ``Worker.propose(u, version) -> Push`` takes one step of Online Substitution on the worker's
 shard at the (possibly stale) central state ``u``; ``commit``/``discard`` settle it once the
-central node has accepted or refused the push. ``Central.apply(delta, version_read)`` adds a push
-into ``u_C`` unless it is older than ``max_staleness`` versions.
-
-Three drivers call these objects and nothing else: the sequential loop of
-``OnlineSubstitution`` (one worker, its own ``u``), the staleness simulator, and the MPI driver.
+central node has accepted or refused the push. ``links`` wraps it for each way of reaching
+``u_C``; the schedulers (loopback, simulators, replay, each MPI transport) drive the links.
 """
 from __future__ import annotations
 
@@ -15,10 +12,11 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import DivergenceError, InputError
+from ..errors import DivergenceError
 from ..learners import kernels as _kernels
 from ..learners.substitution import ENTER, REJECT, SUBSTITUTE, SubstitutionState
-from .messages import (PUSH_COUNT, PUSH_STEPS, PUSH_VERSION, REPLY_HEADER, REPLY_VERSION, push_buffer,
+from .plan import DEFAULT_SLACK, check_slack
+from .wire import (PUSH_COUNT, PUSH_STEPS, PUSH_VERSION, push_buffer,
                        weights_section, write_weights)
 
 
@@ -370,197 +368,3 @@ class Worker:
         local = self.state.retained
         order = np.argsort(self.shard.columns[local], kind="stable")
         return self.state.XS[:self.state.size][order].copy()
-
-
-DEFAULT_SLACK = 0.5
-
-
-def check_slack(slack) -> float:
-    slack = float(slack)
-    if not 0.0 < slack <= 1.0:
-        raise InputError(f"slack must be in (0, 1]; got {slack}")
-    return slack
-
-
-class GlobalThreshold:
-    """The global budget's bookkeeping: on the central node (messages, simulator, replay), or over
-    the shared window, one per worker (shared memory).
-
-    It keeps the ``|w|`` each worker last reported (a pool of ``q`` slots of ``cap`` values). A
-    worker is sent the ``budget`` largest values reported by the *other* workers
-    (``others_top``) and computes its threshold itself, from those and its own current weights
-    (``worker_threshold``): the ``budget``-th largest of the two. Its own weights are thus never
-    stale in its threshold; only the others' are, exactly as stale as the ``u_C`` they come with.
-    ``value`` is the threshold over everything reported (for the record); ``age`` how many versions
-    of ``u_C`` old the other workers' reports were when each worker reported (mean over updates,
-    max), when ``update`` is given versions. Each update and each ``others_top`` costs ``O(q cap)``.
-
-    A worker drops only below ``slack * theta`` (``Worker``; default 0.5). Dropping exactly at
-    ``theta`` makes a loop with delayed feedback: each worker sees the others' weights one or two
-    round trips late, so all drop at once, the union falls below ``s``, all refill to their caps,
-    and so on (the pipelined protocol replayed at q = 12, ``benchmarks/bench_global_budget.py``:
-    the union swung between 44 and 192 features and recall was 0.48, against 66-87 features and
-    0.87 with slack 0.5). The slack is a hysteresis band that damps it; the union stays below
-    ``q cap`` and is cut to ``s`` at the end.
-    """
-
-    def __init__(self, budget: int, n_workers: int, cap: int):
-        self.budget = int(budget)
-        self.n_workers = int(n_workers)
-        self.cap = int(cap)
-        self.pool = np.zeros((self.n_workers, self.cap))   # row k: worker k's |w|, 0-padded
-        self._scratch = np.empty_like(self.pool)
-        self.updates = 0
-        self.reported_at = [0] * self.n_workers            # the version of each row
-        self._reported_sum, self._age_sum, self._age_max = 0, 0.0, 0
-
-    def update(self, worker: int, weights, version: Optional[int] = None) -> None:
-        """Worker ``worker`` now retains ``weights`` (signed or not; at most ``cap`` of them), as of
-        ``version`` of ``u_C``."""
-        k = len(weights)
-        if k > self.cap:
-            raise ValueError(f"worker {worker} reported {k} weights, more than the cap {self.cap}")
-        write_abs(self.pool[worker], weights)
-        self.updates += 1
-        if version is not None and self.n_workers > 1:
-            self._reported_sum += version - self.reported_at[worker]
-            self.reported_at[worker] = version
-            self._age_sum += version - (self._reported_sum - version) / (self.n_workers - 1)
-            self._age_max = max(self._age_max, version - min(self.reported_at))
-
-    @property
-    def age(self) -> dict:
-        """Age of the other workers' reports at each update: ``mean`` and ``max``, in versions."""
-        return {"mean": self._age_sum / max(1, self.updates), "max": int(self._age_max)}
-
-    def others_top(self, worker: int, out: Optional[np.ndarray] = None, pool: Optional[np.ndarray] = None):
-        """The ``budget`` largest ``|w|`` the other workers reported (in no order, 0-padded), from
-        ``pool`` (a ``(q, cap)`` snapshot or shared window; default the current one)."""
-        pool = self.pool if pool is None else pool
-        self._scratch[:] = pool
-        self._scratch[worker] = 0.0
-        others = self._scratch.reshape(-1)
-        out = np.empty(self.budget) if out is None else out
-        k = others.size - self.budget
-        if k > 0:
-            others.partition(k)
-            out[:] = others[k:]
-        else:
-            out[:others.size] = others
-            out[others.size:] = 0.0
-        return out
-
-    @property
-    def value(self) -> float:
-        """The ``budget``-th largest ``|w|`` over everything reported (0 while fewer are)."""
-        return kth_largest(self.pool.reshape(-1), self.budget)
-
-
-def write_abs(row: np.ndarray, weights) -> None:
-    """``|weights|`` into the front of ``row``, the rest zeroed."""
-    k = len(weights)
-    np.abs(weights, out=row[:k])
-    row[k:] = 0.0
-
-
-def kth_largest(values, k: int) -> float:
-    """The ``k``-th largest of ``values`` (0 when there are fewer than ``k``)."""
-    values = np.asarray(values)
-    i = values.size - int(k)
-    return float(np.partition(values, i)[i]) if i >= 0 else 0.0
-
-
-def worker_threshold(own_weights, others_top, budget: int) -> float:
-    """A worker's global-budget threshold: the ``budget``-th largest ``|w|`` over its own current
-    weights and the others' top ``budget`` (the top ``budget`` of the union is within those)."""
-    return kth_largest(np.concatenate((np.abs(own_weights), others_top)), budget)
-
-
-class Central:
-    """The central node (KDD'16 Alg. 2): ``u_C += delta`` for every accepted push.
-
-    ``u_ext`` is the reply message ``[u_C | version | status]``. With ``max_staleness`` set, a
-    push read more than that many versions ago is refused (counted, not applied). Every accepted
-    push's staleness goes into a histogram.
-    """
-
-    def __init__(self, n_samples: int, max_staleness: Optional[int] = None, monitor=None):
-        self.n = int(n_samples)
-        self.u_ext = np.zeros(self.n + REPLY_HEADER)
-        self.u = self.u_ext[:self.n]
-        self.version = 0
-        self.steps = 0                  # worker steps applied (a push may sum several)
-        self.max_staleness = max_staleness
-        self.refused = 0
-        self.accepted = 0
-        self._hist = [0] * 16
-        self.monitor = monitor
-
-    def __getstate__(self):
-        """``u`` is a view of the reply buffer ``u_ext``, which pickling would cut: rebuilt on load."""
-        return {k: v for k, v in self.__dict__.items() if k != "u"}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self.u = self.u_ext[:self.n]
-
-    def apply(self, delta: np.ndarray, version_read: int, steps: int = 1, own_unseen: int = 0) -> bool:
-        """Add a push (``steps`` worker steps summed) unless it is too stale; True if applied.
-
-        Staleness counts the updates of *other* workers that the push's steps did not see:
-        ``version - version_read``, less the worker's own pushes that were in flight when it
-        stepped (its view held them; see the pipelined worker in ``driver.py``)."""
-        staleness = self.version - int(version_read) - int(own_unseen)
-        if staleness < 0:
-            raise ValueError(f"push read version {version_read} but the central is at {self.version}")
-        if self.max_staleness is not None and staleness > self.max_staleness:
-            self.refused += 1
-            return False
-        self.u += delta
-        self.version += 1
-        self.accepted += 1
-        self.steps += steps
-        self.u_ext[self.n + REPLY_VERSION] = self.version
-        hist = self._hist
-        if staleness >= len(hist):
-            hist.extend([0] * (staleness + 1 - len(hist)))
-        hist[staleness] += 1
-        if self.monitor is not None:
-            self.monitor(self)
-        return True
-
-    def set_counts(self, steps: int, refused: int, histogram) -> None:
-        """Counts gathered elsewhere (the shared-memory transport, where the workers write ``u_C``
-        themselves and every step is its own push)."""
-        self.steps = self.version = self.accepted = int(steps)
-        self.u_ext[self.n + REPLY_VERSION] = self.version
-        self.refused = int(refused)
-        self._hist = [int(c) for c in histogram] or [0]
-
-    @property
-    def staleness_histogram(self) -> np.ndarray:
-        hist = np.asarray(self._hist, dtype=np.int64)
-        nz = np.flatnonzero(hist)
-        return hist[: nz[-1] + 1] if nz.size else np.zeros(1, dtype=np.int64)
-
-    def staleness_summary(self) -> dict:
-        return staleness_summary(self.staleness_histogram)
-
-
-def staleness_summary(hist) -> dict:
-    """Mean, max, 95th percentile and the histogram (``counts[k]`` = pushes of staleness ``k``)."""
-    hist = np.asarray(hist, dtype=np.int64)
-    total = int(hist.sum())
-    if total == 0:
-        return {"mean": 0.0, "max": 0, "p95": 0, "histogram": [0]}
-    values = np.arange(hist.size)
-    cdf = np.cumsum(hist)
-    return {
-        "mean": float(values @ hist / total),
-        "max": int(np.flatnonzero(hist)[-1]),
-        "p95": int(np.searchsorted(cdf, 0.95 * total)),
-        "histogram": hist.tolist(),
-    }
-
-
-__all__ = ["Central", "Push", "SelectionLog", "Worker", "staleness_summary", "ENTER", "SUBSTITUTE", "REJECT"]

@@ -6,7 +6,7 @@ when the training error crosses a threshold) is the same arithmetic as under MPI
 simulated. Each worker owns a core: a step takes ``Costs.step_time(m)`` at its current retained
 size ``m``; a push or a reply takes ``Costs.transfer(n)``; the central rank serves pushes one at a
 time in arrival order, each taking ``Costs.central_service_s``. The worker protocol is the MPI
-engine's (``driver.py``):
+engine's (``asyos.protocol.links``):
 
 * ``pipelined``: one push in flight; steps taken meanwhile are summed into the next push, sent as
   soon as the reply to the previous one is seen (between steps); after ``max_batch`` steps ahead
@@ -19,9 +19,11 @@ the prediction against real runs.
 from __future__ import annotations
 
 import heapq
+import itertools
 from dataclasses import dataclass
 
-import numpy as np
+from .links import EachStep, Pipelined
+from .wire import reply_buffer
 
 
 @dataclass(frozen=True)
@@ -59,24 +61,6 @@ class ReplayReport:
         return self.central_busy_s / self.time_s if self.time_s > 0 else 0.0
 
 
-class _WorkerState:
-    __slots__ = ("view", "pending", "steps_pending", "pending_version", "pending_own_unseen", "in_flight",
-                 "reply", "waiting", "finished", "version", "others")
-
-    def __init__(self, n, others=0):
-        self.view = np.zeros(n)
-        self.pending = np.zeros(n)
-        self.steps_pending = 0
-        self.pending_version = 0
-        self.pending_own_unseen = 0
-        self.in_flight = False
-        self.reply = None
-        self.waiting = False
-        self.finished = False
-        self.version = 0
-        self.others = np.zeros(others) if others else None    # global budget: the others' top |w|
-
-
 class SimulatedClock:
     """The replay's time; call it to read it (``ObjectiveTrace(clock=clock)`` records simulated time)."""
 
@@ -96,107 +80,102 @@ def replay(workers, central, costs: Costs, clock: SimulatedClock, mode: str = "p
     if mode not in ("pipelined", "each-step"):
         raise ValueError(f"unknown mode {mode!r}")
     n = central.n
-    limit = (max_batch if max_batch > 0 else float("inf")) if mode == "pipelined" else 0
-    pipelined = mode == "pipelined"
-    states = [_WorkerState(n, threshold.budget if threshold is not None else 0) for _ in workers]
-    events = []          # (time, sequence, kind, worker, payload)
-    seq = [0]
+    others = threshold.budget if threshold is not None else 0
+    links = [Pipelined(w, others, max_batch) if mode == "pipelined" else EachStep(w, others) for w in workers]
+    waiting = [False] * len(workers)        # blocked until its reply arrives
+    arrived = [False] * len(workers)        # a reply is there, not yet taken
+    events = []                             # (time, sequence, kind, worker, payload)
+    sequence = itertools.count()
 
     def schedule(t, kind, w, payload=None):
-        seq[0] += 1
-        heapq.heappush(events, (t, seq[0], kind, w, payload))
+        heapq.heappush(events, (t, next(sequence), kind, w, payload))
 
-    queue = []                      # pushes waiting at the central rank
+    queue = []                              # pushes waiting at the central rank
     central_free_at = 0.0
     busy = 0.0
     clock.now = 0.0
-    for w in range(len(workers)):
-        schedule(0.0, "free", w)
+    reply = reply_buffer(n, others)
 
     def start_service(t):
         nonlocal central_free_at, busy
         start = max(t, central_free_at)
         central_free_at = start + costs.central_service_s
         busy += costs.central_service_s
-        schedule(central_free_at, "served", queue[0][0], None)
+        schedule(central_free_at, "served", queue[0][0])
 
+    def send(t, w, message):
+        schedule(t + costs.push_send_s + costs.transfer(n), "arrive", w, message.copy())
+
+    for w in range(len(workers)):
+        schedule(0.0, "free", w)
     while events:
         t, _, kind, w, payload = heapq.heappop(events)
         clock.now = t
-        st = states[w]
+        link = links[w]
         if kind == "arrive":                       # a push reaches the central rank
             queue.append((w, payload))
             if len(queue) == 1:
                 start_service(t)
         elif kind == "served":                     # the central applies it and answers
-            w_push, (delta, version, steps, own_unseen, weights) = queue.pop(0)
-            central.apply(delta, version, steps, own_unseen)
-            others = None
-            if threshold is not None:
-                threshold.update(w_push, weights, central.version)
-                others = threshold.others_top(w_push)
-            schedule(t + costs.transfer(n), "reply", w_push, (central.u.copy(), central.version, others))
+            w_push, message = queue.pop(0)
+            central.serve(w_push, message, reply, threshold)
+            schedule(t + costs.transfer(n), "reply", w_push, reply.copy())
             if queue:
                 start_service(t)
         elif kind == "reply":
-            st.reply = payload
-            if st.waiting:
-                st.waiting = False
+            links[w].reply[:] = payload
+            arrived[w] = True
+            if waiting[w]:
+                waiting[w] = False
                 schedule(t, "free", w)
-        elif kind == "free":                       # the worker finished what it was doing
-            _worker_turn(t, w, workers[w], st, costs, n, limit, pipelined, schedule)
+        elif mode == "pipelined":                  # "free": the worker finished what it was doing
+            _pipelined_turn(t, w, link, costs, arrived, waiting, schedule, send)
+        else:
+            _each_step_turn(t, w, link, costs, arrived, waiting, schedule, send)
     return ReplayReport(clock.now, central.steps, central.accepted, busy, central.staleness_summary())
 
 
-def _worker_turn(t, w, worker, st, costs, n, limit, pipelined, schedule):
-    if st.in_flight and st.reply is not None:      # the reply is seen between steps
-        u, version, others = st.reply
-        st.reply = None
-        st.view[:] = u
-        st.view += st.pending
-        st.version = version
-        if others is not None:
-            st.others = others
-        st.in_flight = False
-    if not st.in_flight and st.steps_pending:
-        payload = (st.pending.copy(), st.pending_version, st.steps_pending, st.pending_own_unseen,
-                   worker.state.weights if st.others is not None else None)
-        st.pending[:] = 0.0
-        st.steps_pending = 0
-        st.in_flight = True
+def _pipelined_turn(t, w, link, costs, arrived, waiting, schedule, send):
+    if link.in_flight and arrived[w]:              # the reply is seen between steps
+        arrived[w] = False
+        link.take_reply()
+    message = link.outgoing()
+    if message is not None:
+        send(t, w, message)
         t += costs.push_send_s
-        schedule(t + costs.transfer(n), "arrive", w, payload)
-    if st.in_flight and (st.finished or st.steps_pending >= limit):
-        st.waiting = True                          # woken by the reply
+    if link.must_wait:
+        waiting[w] = True                          # woken by the reply
         return
-    if st.finished:
+    if link.finished:
         return
-    retained = worker.state.size
-    push = (worker.propose(st.view, st.version, st.others) if st.others is not None
-            else worker.propose(st.view, st.version))
-    if push is None:
-        st.finished = True
-        schedule(t, "free", w)
+    retained = link.worker.state.size
+    if link.step():
+        schedule(t + costs.step_time(retained, pipelined=True), "free", w)
+    else:
+        schedule(t, "free", w)                     # the last push still goes
+
+
+def _each_step_turn(t, w, link, costs, arrived, waiting, schedule, send):
+    if arrived[w]:
+        arrived[w] = False
+        link.settle()
+    retained = link.worker.state.size
+    message = link.step()
+    if message is None:
         return
-    worker.commit()
-    st.view += push.delta
-    st.pending += push.delta
-    if st.steps_pending == 0:
-        st.pending_version = st.version
-        st.pending_own_unseen = 1 if st.in_flight else 0
-    st.steps_pending += 1
-    schedule(t + costs.step_time(retained, pipelined), "free", w)
+    t += costs.step_time(retained, pipelined=False)
+    send(t, w, message)
+    waiting[w] = True
 
 
 def sequential_time(worker, central, costs: Costs, clock: SimulatedClock) -> float:
     """Sequential OS in simulated time: the loopback, each step costing ``step_time(m)`` without
     the protocol; ``central.monitor`` sees each step at its simulated time."""
     clock.now = 0.0
+    link = EachStep(worker, reply=central.u_ext)
     while True:
         retained = worker.state.size
-        push = worker.propose(central.u, central.version)
-        if push is None:
+        if link.step() is None:
             return clock.now
         clock.now += costs.step_time(retained, pipelined=False)
-        central.apply(push.delta, push.version_read)
-        worker.commit()
+        link.settle(central.apply(worker.delta, link.version))

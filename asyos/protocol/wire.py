@@ -4,7 +4,8 @@ A push is ``[delta_u (n) | version_read | steps | own_unseen | count | |w_1| .. 
 is how many worker steps the push sums, ``own_unseen`` how many of the worker's own earlier pushes its
 steps saw although the snapshot did not (they were in flight); ``count`` and the ``|w|`` that follow
 are the worker's retained weights (read by the central node under the global budget). A reply is
-``[u_C (n) | version | status | top |w| of the other workers (s, global budget only)]``.
+``[u_C (n) | version | status | steps | top |w| of the other workers (global budget only)]``
+(``steps``: the worker steps ``u_C`` holds).
 Versions are counters below ``2**53``, exact in float64. Setup, final results and error reports
 are pickled (off the hot path).
 """
@@ -16,13 +17,13 @@ PUSH_HEADER = 3
 PUSH_VERSION, PUSH_STEPS, PUSH_OWN_UNSEEN = 0, 1, 2     # offsets after the n values
 PUSH_COUNT = PUSH_HEADER                                # then the retained weights
 
-REPLY_HEADER = 2
-REPLY_VERSION, REPLY_STATUS = 0, 1
+REPLY_HEADER = 3
+REPLY_VERSION, REPLY_STATUS, REPLY_STEPS = 0, 1, 2
 REPLY_OTHERS = REPLY_HEADER                             # then the others' top |w| (global budget)
 STATUS_ACCEPTED, STATUS_REFUSED = 1.0, 0.0
 
 # MPI tags
-TAG_PUSH, TAG_REPLY, TAG_FINAL, TAG_ERROR, TAG_SHUTDOWN = 11, 12, 13, 14, 15
+TAG_PUSH, TAG_REPLY, TAG_FINAL, TAG_ERROR, TAG_SHUTDOWN, TAG_ALIVE = 11, 12, 13, 14, 15, 16
 
 
 def push_buffer(n: int, budget: int = 0) -> np.ndarray:

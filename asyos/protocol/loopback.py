@@ -1,0 +1,19 @@
+"""The in-process loopback: one worker and the central node in one loop, each push applied at
+once. It is sequential OS (KDD'16 Alg. 1): the worker's gradient point is the central ``u``,
+which only it changes, read in place (the central node's reply buffer is the worker's)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .links import EachStep
+
+
+def run_loopback(worker, central) -> None:
+    """Run ``worker`` to the end of its passes against ``central``."""
+    link = EachStep(worker, reply=central.u_ext)
+    with np.errstate(over="ignore", invalid="ignore"):   # divergence is reported by the kernel
+        while True:
+            push = link.step()
+            if push is None:
+                return
+            link.settle(central.apply(link.worker.delta, link.version))
