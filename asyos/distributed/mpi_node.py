@@ -32,8 +32,8 @@ import numpy as np
 
 from ..errors import EXIT_WORKER_LOST
 from ..protocol.threshold import GlobalThreshold
-from ..protocol.wire import (PUSH_OWN_UNSEEN, PUSH_STEPS, PUSH_VERSION, REPLY_STEPS, REPLY_VERSION, TAG_PUSH, TAG_REPLY,
-                             others_section, push_buffer, reply_buffer, write_weights)
+from ..protocol.links import NodeExchange
+from ..protocol.wire import TAG_PUSH, TAG_REPLY
 from .mpi_messages import serve_pushes
 from .mpi_shared import SHARED_POLL_S, BeatWatch, OthersTop, SharedState, shared_steps
 from .transport import Backoff, Deadline, abort_job
@@ -119,22 +119,16 @@ class NodeAggregatedTransport:
 
 
 class NodeLeader:
-    """A node's exchange with the central rank (module docstring), run between the leader's own
-    steps (``between_steps``) and, once its passes are done, until every worker of the node has
-    finished and the node's last push is answered (``drain``)."""
+    """A node's exchange with the central rank (``links.NodeExchange`` over MPI), run between the
+    leader's own steps (``between_steps``) and, once its passes are done, until every worker of the
+    node has finished and the node's last push is answered (``drain``). It also watches the node's
+    other workers (their ``proposals`` counters) and beats for them."""
 
     def __init__(self, comm, state, group, plan, node_cap, timeout, backoff):
-        n = state.n
         self.comm, self.state, self.group, self.timeout, self.backoff = comm, state, group, timeout, backoff
-        self.n = n
-        self.total = np.zeros(n)                  # sum of the node's rows, as of the last push
-        self.sent = np.zeros(n)
-        self.sent_steps = 0
-        self.push = push_buffer(n, node_cap)
-        self.reply = reply_buffer(n, plan.others)
+        self.link = NodeExchange(state.n, node_cap, plan.others)
+        self.total = np.zeros(state.n)
         self.global_budget = plan.keeps_threshold
-        self.base = np.zeros(n)
-        self.version = 0
         self.send = self.recv = None
         self.beat = memoryview(state.beat)
         self.proposals = state.proposals.copy()
@@ -145,53 +139,34 @@ class NodeLeader:
         """Take a reply if one has come, push the node's new changes if none is in flight.
         Returns whether anything moved."""
         self.beat[0] += 1
-        moved = False
+        self._watch_node()
         if self.send is not None:
             if not self.recv.Test():
                 if time.monotonic() - self.waiting_since > self.timeout:
                     raise Deadline(f"no reply to the node's push within {self.timeout:g} s")
-                self._watch_node()
                 return False
             self.send.Wait()
-            self._take_reply()
-            moved = True
-        steps = self.state.total_steps()
-        if steps > self.sent_steps:
-            self._send(steps)
-            moved = True
-        self._watch_node()
-        return moved
-
-    def _send(self, steps):
-        n, state = self.n, self.state
-        state.sum_rows(self.total)
-        np.subtract(self.total, self.sent, out=self.push[:n])
-        np.copyto(self.sent, self.total)
-        self.push[n + PUSH_VERSION] = self.version
-        self.push[n + PUSH_STEPS] = steps - self.sent_steps
-        self.push[n + PUSH_OWN_UNSEEN] = 0
-        self.sent_steps = steps
+            self.send = self.recv = None
+            self.state.publish_base(*self.link.take_reply())
+        state = self.state
+        steps = state.total_steps()
+        weights = None
         if self.global_budget:
             weights = state.weights[:state.q].ravel()
-            write_weights(self.push, n, weights[weights > 0])
-        self.recv = self.comm.Irecv(self.reply, source=0, tag=TAG_REPLY)
-        self.send = self.comm.Isend(self.push, dest=0, tag=TAG_PUSH)
+            weights = weights[weights > 0]
+        message = self.link.outgoing(state.sum_rows(self.total), steps, weights)
+        if message is None:
+            return False
+        self.recv = self.comm.Irecv(self.link.reply, source=0, tag=TAG_REPLY)
+        self.send = self.comm.Isend(message, dest=0, tag=TAG_PUSH)
         self.waiting_since = time.monotonic()
-
-    def _take_reply(self):
-        n = self.n
-        self.version = int(self.reply[n + REPLY_VERSION])
-        np.subtract(self.reply[:n], self.sent, out=self.base)
-        remote_steps = int(self.reply[n + REPLY_STEPS]) - self.sent_steps     # the other nodes' steps in u_C
-        self.state.publish_base(self.base, remote_steps, others_section(self.reply, n) if self.global_budget else None)
-        self.send = self.recv = None
+        return True
 
     def _watch_node(self):
         """A worker of this node that stopped proposing steps for ``timeout`` seconds (and has
         not finished) ends the job."""
         now = time.monotonic()
-        beats = self.state.proposals
-        finished = self.state.finished
+        beats, finished = self.state.proposals, self.state.finished
         for i in range(1, self.state.q):
             if beats[i] != self.proposals[i]:
                 self.proposals[i] = beats[i]
@@ -205,10 +180,11 @@ class NodeLeader:
         """After the leader's own passes: exchange until the node's workers are all done and its
         last push is answered."""
         backoff = Backoff(max_sleep=SHARED_POLL_S)
+        state = self.state
         while True:
             if self.between_steps():
                 backoff.reset()
-            elif self.send is None and self.state.finished.all() and self.state.total_steps() == self.sent_steps:
+            elif self.send is None and state.finished.all() and state.total_steps() == self.link.sent_steps:
                 return
             else:
                 backoff.pause()

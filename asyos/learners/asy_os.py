@@ -9,15 +9,22 @@ across processes, and finishes the same way (``asyos.protocol.finish``).
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 
 import numpy as np
 
 from ..protocol.finish import Candidates, conclude
 from ..protocol.plan import AsyOSPlan
+from ..errors import InputError
+from ..protocol.replay import DEFAULT_COSTS, Costs, Machine, SimulatedClock, replay
 from ..protocol.simulator import check_simulation_args, simulate
 from ..truncation import keep_top_k
+from .base import check_positive_int
 from .online_substitution import OnlineSubstitution, local_lipschitz, make_worker, quiet_float_errors
+
+TRANSPORTS = ("shared-memory", "messages", "node-aggregated")
 
 
 def build_workers(X, y, loss, plan, options, seed):
@@ -77,8 +84,25 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         (default 0.5; see ``asyos.distributed.roles.GlobalThreshold``).
     decrease_check : bool
         Alg. 3 omits it; on by default (as in OS), evaluated at the worker's snapshot.
+    transport : {None, "shared-memory", "messages", "node-aggregated"}
+        ``None`` (default): the bounded-staleness simulation above (KDD'16 Sec. 5.3). A transport:
+        a discrete-event simulation of what ``mpiexec`` runs with it (``asyos.protocol.replay``),
+        the same worker and central objects moved in simulated time; ``max_staleness`` is then
+        the engine's bound (``None``: unbounded, measured only), and ``policy`` and ``schedule``
+        do not apply.
+    push_mode : {"pipelined", "each-step"}, max_batch : int
+        ``transport="messages"``: as ``--push-mode`` and ``--max-batch`` under MPI.
+    nodes : int
+        ``transport="node-aggregated"``: how many nodes the workers are spread over (round-robin,
+        as MPICH's virtual nodes).
+    costs : Costs, dict, JSON file name or None
+        The simulated costs (step, messages, central service; ``asyos.protocol.replay.Costs``);
+        ``None``: ``DEFAULT_COSTS``, measured on the development machine.
+    cores : int or None
+        The cores the simulated ranks share (``None``: one each).
 
-    Extra attributes: ``staleness_`` (mean, max, p95, histogram), ``n_pushes_``, ``finish_`` (how the
+    Extra attributes: ``staleness_`` (mean, max, p95, histogram), ``n_pushes_``, ``simulated_time_``
+    and ``central_utilization_`` (with a transport), ``finish_`` (how the
     selection was reached from the workers' candidates: ``exchange``, ``cut`` or ``union``, see
     ``finish``); global budget:
     ``threshold_`` (the final ``theta`` over all reported weights), ``slack_``, ``n_dropped_``
@@ -92,7 +116,8 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     def __init__(self, budget=10, n_workers=4, max_staleness=None, policy="max", schedule="round-robin",
                  sharding=None, loss="auto", passes="auto", variant="exchange", fit_intercept=None,
                  scale=None, step_size=None, step_divisor=1.0, decrease_check=True, decrease_constant=None,
-                 refit=True, random_state=0, trace_every=0, budget_mode="global", cap=None, slack=None):
+                 refit=True, random_state=0, trace_every=0, budget_mode="global", cap=None, slack=None,
+                 transport=None, push_mode="pipelined", max_batch=16, nodes=1, costs=None, cores=None):
         super().__init__(budget=budget, loss=loss, passes=passes, variant=variant, fit_intercept=fit_intercept,
                          scale=scale, step_size=step_size, step_divisor=step_divisor,
                          decrease_check=decrease_check, decrease_constant=decrease_constant, refit=refit,
@@ -105,20 +130,38 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         self.budget_mode = budget_mode
         self.cap = cap
         self.slack = slack
+        self.transport = transport
+        self.push_mode = push_mode
+        self.max_batch = max_batch
+        self.nodes = nodes
+        self.costs = costs
+        self.cores = cores
 
     def fit(self, X, y):
         X, y, loss = self._validate_data(X, y)
         options = self._options()
         plan = AsyOSPlan.build(X.shape[1], self.budget, self.n_workers, budget_mode=self.budget_mode, cap=self.cap,
                                variant=options.variant, sharding=self.sharding, slack=self.slack)
-        tau = self.n_workers if self.max_staleness is None else self.max_staleness
-        check_simulation_args(tau, self.policy, self.schedule)
+        if self.transport is None:
+            tau = self.n_workers if self.max_staleness is None else self.max_staleness
+            check_simulation_args(tau, self.policy, self.schedule)
+        else:
+            mode = self._event_mode()
         start = time.perf_counter()
         workers, lipschitz = build_workers(X, y, loss, plan, options, self.random_state)
         central, trace = self._central(X.shape[0], loss, y)
         threshold = plan.new_threshold()
-        report = simulate(workers, central, tau, self.policy, self.schedule, seed=self.random_state,
-                          threshold=threshold)
+        if self.transport is None:
+            report = simulate(workers, central, tau, self.policy, self.schedule, seed=self.random_state,
+                              threshold=threshold)
+        else:
+            if mode in ("pipelined", "each-step"):      # the central node refuses; else the workers do
+                central.max_staleness = self.max_staleness
+            report = replay(workers, central, self._costs(), SimulatedClock(), mode, self.max_batch, threshold,
+                            machine=Machine(cores=self.cores), seed=self.random_state,
+                            max_staleness=self.max_staleness, nodes=self.nodes)
+            self.simulated_time_ = report.time_s
+            self.central_utilization_ = report.central_utilization
         self._finish_trace(trace, central)
         candidates = Candidates.from_workers(workers)
         with quiet_float_errors():
@@ -136,10 +179,50 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         self._set_selection(X, y, loss, done.features, done.coef, done.intercept if options.fit_intercept else None)
         self.lipschitz_ = lipschitz
         self.step_size_ = workers[0].state.step_size
-        self.n_steps_ = report.steps
+        self.n_steps_ = central.steps
         self.n_passes_ = max(w.passes_run for w in workers)
         self.n_pushes_ = central.accepted
         self.staleness_ = report.staleness
         self.selection_log_ = [row for w in workers for row in w.log.as_dicts()]
         self.fit_time_ = time.perf_counter() - start
         return self
+
+    def _event_mode(self) -> str:
+        """The ``replay`` mode of ``transport`` (and ``push_mode`` for messages), validated."""
+        if self.transport not in TRANSPORTS:
+            raise InputError(f"unknown transport {self.transport!r}; choose one of: {', '.join(TRANSPORTS)} "
+                             f"(or None: the bounded-staleness simulation)")
+        if self.transport == "messages":
+            if self.push_mode not in ("pipelined", "each-step"):
+                raise InputError(f"push_mode must be pipelined or each-step; got {self.push_mode!r}")
+            if self.push_mode == "pipelined" and self.max_staleness is not None:
+                raise InputError("max_staleness is enforced step by step: use it with push_mode='each-step'")
+            check_positive_int(self.max_batch, "max_batch", minimum=0)
+            return self.push_mode
+        check_positive_int(self.nodes, "nodes")
+        if self.nodes > 1 and self.transport != "node-aggregated":
+            raise InputError("nodes applies to transport='node-aggregated'")
+        if self.max_staleness is not None:
+            check_positive_int(self.max_staleness, "max_staleness", minimum=0)
+        if self.cores is not None:
+            check_positive_int(self.cores, "cores")
+        return self.transport
+
+    def _costs(self) -> Costs:
+        """``costs`` (a ``Costs``, a dict of its fields, or a JSON file of them), else the defaults."""
+        if self.costs is None:
+            return DEFAULT_COSTS
+        if isinstance(self.costs, Costs):
+            return self.costs
+        values = self.costs
+        if isinstance(values, str):
+            try:
+                with open(values) as fh:
+                    values = json.load(fh)
+            except (OSError, ValueError) as exc:
+                raise InputError(f"costs file {self.costs}: {exc}") from None
+        fields = set(Costs.__dataclass_fields__)
+        unknown = set(values) - fields
+        if unknown or not isinstance(values, dict):
+            raise InputError(f"costs: unknown fields {sorted(unknown)}; expected some of {sorted(fields)}")
+        return dataclasses.replace(DEFAULT_COSTS, **{k: float(v) for k, v in values.items()})

@@ -11,14 +11,15 @@ message, a verdict). It does no I/O and never loops: schedulers (``loopback``, `
   (the last reply plus its own steps the reply did not include) and summed into the next push;
 * ``SharedReads``: ``u_C`` is read from memory before every step and the worker writes its own
   change (``asyos.distributed.mpi_shared``); staleness is counted from the other workers' step
-  counters.
+  counters;
+* ``NodeExchange``: a node leader's exchange with the central rank under node aggregation.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .wire import (PUSH_OWN_UNSEEN, PUSH_STEPS, PUSH_VERSION, REPLY_STATUS, REPLY_VERSION, STATUS_ACCEPTED,
-                   others_section, push_buffer, reply_buffer, write_weights)
+from .wire import (PUSH_OWN_UNSEEN, PUSH_STEPS, PUSH_VERSION, REPLY_STATUS, REPLY_STEPS, REPLY_VERSION,
+                   STATUS_ACCEPTED, others_section, push_buffer, reply_buffer, write_weights)
 
 
 class EachStep:
@@ -203,3 +204,50 @@ class SharedReads:
             hist.extend([0] * (staleness + 1 - len(hist)))
         hist[staleness] += 1
         return True
+
+
+class NodeExchange:
+    """A node leader's side of the node-aggregated transport (``asyos.distributed.mpi_node``): the
+    node's workers write their changes into shared rows as on one node; the leader sends their sum
+    since its last push, one push in flight, and turns each reply into ``base``, the part of
+    ``u_C`` that is not this node's (``u_C - sent``), which the node's workers add to their rows.
+
+    ``outgoing(total, steps, weights)``: the push message if one may go (nothing in flight and
+    steps not yet sent), from ``total``, the sum of the node's rows, which holds ``steps`` steps;
+    ``take_reply()``: the reply is in ``reply``; returns ``(base, remote steps in it, the other
+    nodes' top |w| or None)``.
+    """
+
+    def __init__(self, n: int, node_cap: int = 0, others: int = 0):
+        self.n = int(n)
+        self.sent = np.zeros(self.n)
+        self.sent_steps = 0
+        self.push = push_buffer(self.n, node_cap)
+        self.reply = reply_buffer(self.n, others)
+        self.base = np.zeros(self.n)
+        self.others = int(others)
+        self.version = 0
+        self.in_flight = False
+
+    def outgoing(self, total, steps: int, weights=None):
+        if self.in_flight or steps <= self.sent_steps:
+            return None
+        n = self.n
+        np.subtract(total, self.sent, out=self.push[:n])
+        np.copyto(self.sent, total)
+        self.push[n + PUSH_VERSION] = self.version
+        self.push[n + PUSH_STEPS] = steps - self.sent_steps
+        self.push[n + PUSH_OWN_UNSEEN] = 0
+        self.sent_steps = int(steps)
+        if weights is not None:
+            write_weights(self.push, n, weights)
+        self.in_flight = True
+        return self.push
+
+    def take_reply(self):
+        n = self.n
+        self.version = int(self.reply[n + REPLY_VERSION])
+        np.subtract(self.reply[:n], self.sent, out=self.base)
+        remote_steps = int(self.reply[n + REPLY_STEPS]) - self.sent_steps      # the other nodes' steps in u_C
+        self.in_flight = False
+        return self.base, remote_steps, (others_section(self.reply, n) if self.others else None)

@@ -21,9 +21,12 @@ from __future__ import annotations
 import heapq
 import itertools
 from dataclasses import dataclass
+from typing import Optional
 
-from .links import EachStep, Pipelined
-from .wire import reply_buffer
+import numpy as np
+
+from .links import EachStep, NodeExchange, Pipelined, SharedReads
+from .threshold import GlobalThreshold
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class Costs:
     latency_s: float             # one-way message latency
     bandwidth_bytes_per_s: float
     central_service_s: float     # central rank, per push: apply, copy the reply, send it
+    read_value_s: float = 0.0    # shared memory: reading one value of one worker's row of u_C
 
     def step_time(self, retained: int, pipelined: bool = True) -> float:
         return self.step_base_s + self.step_per_retained_s * retained + (self.step_protocol_s if pipelined else 0.0)
@@ -46,6 +50,56 @@ class Costs:
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
+
+
+# What the default problem's steps and messages cost on the development machine (2 cores), measured
+# with ``mpiexec -n 2 python -m asyos.benchmarking.pingpong 1 1316`` (one-way 1.2 us, 3.6 us for
+# n = 1316; posting a push 1.1 us), ``asyos.benchmarking.speedup.step_times`` on the default
+# problem (19.6 us + 0.33 us per retained feature) and ``mpiexec -n 2 python -m asyos.run
+# --transport messages --seed 1`` (central service 27 us per push; the pipelined loop's own cost
+# per step, 42 us, as ``speedup.calibrate_costs`` derives it). ``benchmarks/bench_simulator_mpi.py``
+# measures them again in its own run; these are the simulator's defaults.
+DEFAULT_COSTS = Costs(step_base_s=19.6e-6, step_per_retained_s=0.33e-6, step_protocol_s=42e-6, push_send_s=1.5e-6,
+                      latency_s=1.2e-6, bandwidth_bytes_per_s=4.3e9, central_service_s=27e-6, read_value_s=0.41e-9)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The machine the ranks share. ``cores=None``: a core per rank (the replay's assumption).
+    Otherwise, while more ranks are runnable than there are cores, each runs in turns of
+    ``quantum_s`` out of every ``quantum_s * runnable / cores`` (a time-sliced scheduler), its turns
+    offset by a random phase; and every piece of work lasts its cost times a log-normal factor of
+    spread ``jitter`` (mean 1). Both draw from the simulation's seeded generator."""
+
+    cores: Optional[int] = None
+    quantum_s: float = 1e-3
+    jitter: float = 0.0
+
+
+class _Cpu:
+    """When each rank's work ends on a ``Machine`` (its class docstring)."""
+
+    def __init__(self, machine: Machine, n_ranks: int, rng):
+        self.machine, self.rng = machine, rng
+        self.phase = rng.random(n_ranks) if machine.cores is not None else None
+
+    def finish(self, rank: int, t: float, work: float, runnable: int) -> float:
+        m = self.machine
+        if m.jitter > 0:
+            work *= float(np.exp(m.jitter * self.rng.standard_normal() - 0.5 * m.jitter ** 2))
+        if m.cores is None or runnable <= m.cores:
+            return t + work
+        period = m.quantum_s * runnable / m.cores
+        start = self.phase[rank] * period                  # this rank's turns: [start + k period, + quantum)
+        k = np.floor((t - start) / period)
+        while True:
+            turn = start + k * period
+            begin, end = max(t, turn), turn + m.quantum_s
+            if end > begin:
+                if work <= end - begin:
+                    return begin + work
+                work -= end - begin
+            k += 1
 
 
 @dataclass
@@ -71,78 +125,132 @@ class SimulatedClock:
         return self.now
 
 
+MODES = ("pipelined", "each-step", "shared-memory", "node-aggregated")
+SHARED_POLL_S = 1e-3           # a node leader done with its passes looks at its node this often
+
+
 def replay(workers, central, costs: Costs, clock: SimulatedClock, mode: str = "pipelined",
-           max_batch: int = 16, threshold=None) -> ReplayReport:
+           max_batch: int = 16, threshold=None, *, machine: Optional[Machine] = None, seed=0,
+           max_staleness=None, nodes: int = 1) -> ReplayReport:
     """Run ``workers`` against ``central`` in simulated time kept by ``clock``; ``central.monitor``
-    (e.g. an ``ObjectiveTrace`` reading ``clock``) sees every applied push at its simulated time.
-    With ``threshold`` (a ``GlobalThreshold``) the global budget runs as under MPI: a push carries
-    the worker's retained weights, a reply the other workers' top ``|w|``."""
-    if mode not in ("pipelined", "each-step"):
-        raise ValueError(f"unknown mode {mode!r}")
-    n = central.n
+    (e.g. an ``ObjectiveTrace`` reading ``clock``) sees every applied push (shared memory: every
+    step) at its simulated time.
+
+    ``mode``: the transport, as the MPI engine runs it (``asyos.distributed``): messages with
+    ``pipelined`` or ``each-step`` pushes (``max_batch``; ``max_staleness``: the central node
+    refuses staler pushes, each-step only), ``shared-memory`` (every step reads ``u_C`` and writes
+    its change; ``max_staleness``: the worker redoes a staler step), ``node-aggregated`` (the
+    workers spread round-robin over ``nodes`` nodes as MPICH's virtual nodes place them, shared
+    memory within a node, its leader exchanging with the central node). With ``threshold`` (a
+    ``GlobalThreshold`` sized for the senders: workers, or nodes) the global budget runs as under
+    MPI. ``machine``: the cores the ranks share and the spread of the costs (default: a core per
+    rank, exact costs); with ``seed`` everything is deterministic."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
+    sim = _Simulation(workers, central, costs, clock, machine or Machine(), np.random.default_rng(seed))
+    if mode in ("pipelined", "each-step"):
+        _run_messages(sim, mode, max_batch, threshold)
+    elif mode == "shared-memory":
+        _run_shared(sim, max_staleness, threshold)
+    else:
+        _run_nodes(sim, max_staleness, threshold, nodes)
+    return ReplayReport(clock.now, central.steps, central.accepted, sim.busy, central.staleness_summary())
+
+
+class _Simulation:
+    """The event queue, the clock, the machine and the central node's service queue."""
+
+    def __init__(self, workers, central, costs, clock, machine, rng):
+        self.workers, self.central, self.costs, self.clock = workers, central, costs, clock
+        self.cpu = _Cpu(machine, len(workers) + 1, rng)      # rank 0 is the central node
+        self.events = []
+        self.sequence = itertools.count()
+        self.queue = []                                     # pushes waiting at the central node
+        self.central_free_at = 0.0
+        self.busy = 0.0
+        self.working = len(workers)                         # workers not finished: runnable ranks
+        clock.now = 0.0
+
+    def schedule(self, t, kind, who, payload=None):
+        heapq.heappush(self.events, (t, next(self.sequence), kind, who, payload))
+
+    def run(self, handle):
+        while self.events:
+            t, _, kind, who, payload = heapq.heappop(self.events)
+            self.clock.now = t
+            handle(t, kind, who, payload)
+
+    def runnable(self, central_busy=False) -> int:
+        return self.working + (1 if central_busy else 0)
+
+    def work(self, rank, t, cost, central_busy=False) -> float:
+        """When ``cost`` seconds of work begun at ``t`` by ``rank`` (0: central) end."""
+        return self.cpu.finish(rank, t, cost, self.runnable(central_busy))
+
+    def arrive(self, t, sender, message, reply, threshold):
+        """A push reaches the central node; it is served in arrival order, answered into
+        ``reply`` (a copy goes back to the sender)."""
+        self.queue.append((sender, message.copy(), reply, threshold))
+        if len(self.queue) == 1:
+            self._start_service(t)
+
+    def _start_service(self, t):
+        start = max(t, self.central_free_at)
+        end = self.work(0, start, self.costs.central_service_s, central_busy=True)
+        self.busy += end - start
+        self.central_free_at = end
+        self.schedule(end, "served", -1)
+
+    def served(self, t):
+        sender, message, reply, threshold = self.queue.pop(0)
+        self.central.serve(sender, message, reply, threshold)
+        if self.queue:
+            self._start_service(t)
+        return sender, reply.copy()
+
+
+def _run_messages(sim, mode, max_batch, threshold):
+    n, costs = sim.central.n, sim.costs
     others = threshold.budget if threshold is not None else 0
-    links = [Pipelined(w, others, max_batch) if mode == "pipelined" else EachStep(w, others) for w in workers]
-    waiting = [False] * len(workers)        # blocked until its reply arrives
-    arrived = [False] * len(workers)        # a reply is there, not yet taken
-    events = []                             # (time, sequence, kind, worker, payload)
-    sequence = itertools.count()
-
-    def schedule(t, kind, w, payload=None):
-        heapq.heappush(events, (t, next(sequence), kind, w, payload))
-
-    queue = []                              # pushes waiting at the central rank
-    central_free_at = 0.0
-    busy = 0.0
-    clock.now = 0.0
-    reply = reply_buffer(n, others)
-
-    def start_service(t):
-        nonlocal central_free_at, busy
-        start = max(t, central_free_at)
-        central_free_at = start + costs.central_service_s
-        busy += costs.central_service_s
-        schedule(central_free_at, "served", queue[0][0])
+    links = [Pipelined(w, others, max_batch) if mode == "pipelined" else EachStep(w, others) for w in sim.workers]
+    waiting = [False] * len(links)          # blocked until its reply arrives
+    arrived = [False] * len(links)          # a reply is there, not yet taken
+    reply = np.zeros_like(links[0].reply)
 
     def send(t, w, message):
-        schedule(t + costs.push_send_s + costs.transfer(n), "arrive", w, message.copy())
+        t = sim.work(w + 1, t, costs.push_send_s)
+        sim.schedule(t + costs.transfer(n), "arrive", w, message.copy())
+        return t
 
-    for w in range(len(workers)):
-        schedule(0.0, "free", w)
-    while events:
-        t, _, kind, w, payload = heapq.heappop(events)
-        clock.now = t
-        link = links[w]
-        if kind == "arrive":                       # a push reaches the central rank
-            queue.append((w, payload))
-            if len(queue) == 1:
-                start_service(t)
-        elif kind == "served":                     # the central applies it and answers
-            w_push, message = queue.pop(0)
-            central.serve(w_push, message, reply, threshold)
-            schedule(t + costs.transfer(n), "reply", w_push, reply.copy())
-            if queue:
-                start_service(t)
+    def handle(t, kind, w, payload):
+        if kind == "arrive":
+            sim.arrive(t, w, payload, reply, threshold)
+        elif kind == "served":
+            sender, answer = sim.served(t)
+            sim.schedule(t + costs.transfer(n), "reply", sender, answer)
         elif kind == "reply":
             links[w].reply[:] = payload
             arrived[w] = True
             if waiting[w]:
                 waiting[w] = False
-                schedule(t, "free", w)
-        elif mode == "pipelined":                  # "free": the worker finished what it was doing
-            _pipelined_turn(t, w, link, costs, arrived, waiting, schedule, send)
+                sim.schedule(t, "free", w)
+        elif mode == "pipelined":
+            _pipelined_turn(sim, t, w, links[w], arrived, waiting, send)
         else:
-            _each_step_turn(t, w, link, costs, arrived, waiting, schedule, send)
-    return ReplayReport(clock.now, central.steps, central.accepted, busy, central.staleness_summary())
+            _each_step_turn(sim, t, w, links[w], arrived, waiting, send)
+
+    for w in range(len(links)):
+        sim.schedule(0.0, "free", w)
+    sim.run(handle)
 
 
-def _pipelined_turn(t, w, link, costs, arrived, waiting, schedule, send):
+def _pipelined_turn(sim, t, w, link, arrived, waiting, send):
     if link.in_flight and arrived[w]:              # the reply is seen between steps
         arrived[w] = False
         link.take_reply()
     message = link.outgoing()
     if message is not None:
-        send(t, w, message)
-        t += costs.push_send_s
+        t = send(t, w, message)
     if link.must_wait:
         waiting[w] = True                          # woken by the reply
         return
@@ -150,22 +258,169 @@ def _pipelined_turn(t, w, link, costs, arrived, waiting, schedule, send):
         return
     retained = link.worker.state.size
     if link.step():
-        schedule(t + costs.step_time(retained, pipelined=True), "free", w)
+        sim.schedule(sim.work(w + 1, t, sim.costs.step_time(retained, pipelined=True)), "free", w)
     else:
-        schedule(t, "free", w)                     # the last push still goes
+        sim.working -= 1
+        sim.schedule(t, "free", w)                 # the last push still goes
 
 
-def _each_step_turn(t, w, link, costs, arrived, waiting, schedule, send):
+def _each_step_turn(sim, t, w, link, arrived, waiting, send):
     if arrived[w]:
         arrived[w] = False
         link.settle()
     retained = link.worker.state.size
     message = link.step()
     if message is None:
+        sim.working -= 1
         return
-    t += costs.step_time(retained, pipelined=False)
+    t = sim.work(w + 1, t, sim.costs.step_time(retained, pipelined=False))
     send(t, w, message)
     waiting[w] = True
+
+
+def _others_top(workers, members, me, remote_top, size, cap):
+    """The global budget's pull on shared memory: the top ``size`` ``|w|`` of the other workers of
+    ``members`` (and the other nodes' top, ``remote_top``)."""
+    rows = len(members) + (1 if remote_top is not None else 0)
+    width = max(cap, size)
+    keeper = GlobalThreshold(size, rows, width)
+    for k, w in enumerate(members):
+        state = workers[w].state
+        keeper.pool[k, :state.size] = np.abs(state.w[:state.size])
+    if remote_top is not None:
+        keeper.pool[len(members), :size] = remote_top
+    return keeper.others_top(members.index(me))
+
+
+def _run_shared(sim, max_staleness, threshold):
+    """Every worker reads ``u_C`` (the central node's ``u``, which holds every committed step),
+    steps, and writes its change when the step's time is up; the central node only counts."""
+    central, costs, workers = sim.central, sim.costs, sim.workers
+    q, n = len(workers), central.n
+    links = [SharedReads(w, max_staleness, threshold.budget if threshold is not None else 0) for w in workers]
+    members = list(range(q))
+    read_cost = costs.read_value_s * q * n
+
+    def handle(t, kind, w, payload):
+        link = links[w]
+        if kind == "commit":
+            seen = payload
+            if link.settle(central.version - link.own):
+                central.apply(link.worker.delta, seen + link.own - 1)
+            sim.schedule(t, "free", w)
+            return
+        np.copyto(link.view, central.u)
+        seen = central.version - link.own
+        if threshold is not None:
+            link.others_top[:] = _others_top(workers, members, w, None, threshold.budget, threshold.cap)
+        retained = link.worker.state.size
+        if link.step(seen) is None:
+            sim.working -= 1
+            return
+        sim.schedule(sim.work(w + 1, t, read_cost + costs.step_time(retained, pipelined=False)), "commit", w, seen)
+
+    for w in range(q):
+        sim.schedule(0.0, "free", w)
+    sim.run(handle)
+
+
+def _run_nodes(sim, max_staleness, threshold, n_nodes):
+    """Node-aggregated: worker ``w`` (MPI rank ``w + 1``) on node ``(w + 1) % n_nodes``; within a
+    node as ``_run_shared`` against ``base + rows``; the node's first worker exchanges with the
+    central node between its steps (``links.NodeExchange``) and, once done, every
+    ``SHARED_POLL_S`` until its node is."""
+    central, costs, workers = sim.central, sim.costs, sim.workers
+    q, n = len(workers), central.n
+    groups = [g for g in ([w for w in range(q) if (w + 1) % n_nodes == k] for k in range(n_nodes)) if g]
+    node_of = {w: k for k, g in enumerate(groups) for w in g}
+    others = threshold.budget if threshold is not None else 0
+    cap = max(w.state.budget for w in workers)
+    node_cap = max(len(g) for g in groups) * cap
+    if threshold is not None:               # the senders are the nodes
+        threshold = GlobalThreshold(threshold.budget, len(groups), node_cap)
+    links = [SharedReads(w, max_staleness, others) for w in workers]
+    exchanges = [NodeExchange(n, node_cap, others) for _ in groups]
+    rows = [np.zeros(n) for _ in groups]            # each node's committed changes
+    steps = [0] * len(groups)
+    done = [0] * len(groups)
+    base = [np.zeros(n) for _ in groups]
+    remote = [0] * len(groups)
+    remote_top = [np.zeros(others) if others else None for _ in groups]
+    arrived = [False] * len(groups)
+    read_cost = costs.read_value_s * n * (max(len(g) for g in groups) + 1)
+
+    def exchange(t, k):
+        """The leader of node ``k`` between two of its steps; returns when it may go on."""
+        link = exchanges[k]
+        if link.in_flight and arrived[k]:
+            arrived[k] = False
+            new_base, remote[k], top = link.take_reply()
+            np.copyto(base[k], new_base)
+            if top is not None:
+                remote_top[k][:] = top
+        weights = None
+        if threshold is not None:
+            weights = np.concatenate([np.abs(workers[w].state.w[:workers[w].state.size]) for w in groups[k]])
+        message = link.outgoing(rows[k], steps[k], weights)
+        if message is None:
+            return t
+        t = sim.work(groups[k][0] + 1, t, costs.push_send_s)
+        sim.schedule(t + costs.transfer(n), "arrive", k, message.copy())
+        return t
+
+    reply = np.zeros_like(exchanges[0].reply)
+
+    def handle(t, kind, w, payload):
+        if kind == "arrive":
+            sim.arrive(t, w, payload, reply, threshold)
+            return
+        if kind == "served":
+            sender, answer = sim.served(t)
+            sim.schedule(t + costs.transfer(n), "reply", sender, answer)
+            return
+        if kind == "reply":
+            exchanges[w].reply[:] = payload
+            arrived[w] = True
+            return
+        k = node_of[w]
+        leader = groups[k][0] == w
+        link = links[w]
+        if kind == "commit":
+            seen = payload
+            local_others = steps[k] - link.own
+            if link.settle(local_others + remote[k]):
+                rows[k] += link.worker.delta
+                steps[k] += 1
+            sim.schedule(t, "free", w)
+            return
+        if leader:
+            t = exchange(t, k)
+        if kind == "drain":
+            if done[k] == len(groups[k]) and steps[k] == exchanges[k].sent_steps and not exchanges[k].in_flight:
+                return
+            sim.schedule(t + SHARED_POLL_S, "drain", w)
+            return
+        np.add(base[k], rows[k], out=link.view)
+        seen = steps[k] - link.own + remote[k]
+        if threshold is not None:
+            link.others_top[:] = _others_top(workers, groups[k], w, remote_top[k], others, cap)
+        retained = link.worker.state.size
+        if link.step(seen) is None:
+            sim.working -= 1
+            done[k] += 1
+            if leader:
+                sim.schedule(t, "drain", w)
+            return
+        sim.schedule(sim.work(w + 1, t, read_cost + costs.step_time(retained, pipelined=False)), "commit", w, seen)
+
+    for w in range(q):
+        sim.schedule(0.0, "free", w)
+    sim.run(handle)
+    # the workers measured the staleness of every step; the central node's pushes were per node
+    merged = np.zeros(max(len(link.histogram) for link in links), dtype=np.int64)
+    for link in links:
+        merged[:len(link.histogram)] += link.histogram
+    central.use_histogram(merged, refused=sum(link.refused for link in links))
 
 
 def sequential_time(worker, central, costs: Costs, clock: SimulatedClock) -> float:
