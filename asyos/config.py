@@ -97,6 +97,11 @@ class RunConfig:
         return DEFAULT_N_INFORMATIVE if self.n_informative is None else self.n_informative
 
     @property
+    def simulated_workers(self) -> int:
+        """Workers of the staleness simulator: ``--workers``, or ``DEFAULT_SIMULATED_WORKERS``."""
+        return self.workers or DEFAULT_SIMULATED_WORKERS
+
+    @property
     def feature_passes(self):
         """Passes over the features of OS / Asy-OS: a number, or ``"auto"`` (the default: until a
         pass changes nothing for the exchange variant, 3 for kdd16)."""

@@ -1,7 +1,11 @@
-"""Registry of algorithms: name -> how to build it from a ``RunConfig``.
+"""Registry of algorithms: name -> how to build it from a ``RunConfig``, and its family.
 
 The CLI, the common tests and the benchmarks iterate over ``all_algorithms()``, so registering
 an algorithm here is what makes it reachable from ``--algorithm`` and tested.
+
+The family says how an algorithm is run (one process, the simulator, MPI ranks); the CLI looks
+the family's runner up in ``asyos.runners``. The runners are not stored here because the MPI
+drivers themselves look algorithms up in this registry: the registry stays below them.
 """
 from __future__ import annotations
 
@@ -10,18 +14,33 @@ from typing import Callable
 
 from .errors import InputError
 
+FAMILIES = {
+    "substitution": "Online Substitution and Asy-OS: sequential, in the staleness simulator, or on MPI ranks",
+    "baselines": "batch baselines, in one process",
+    "stream": "samples arrive (fit/partial_fit/learn_one); in one process or simulated as data-parallel workers",
+    "averages": "a sum over samples: streamed from files, reduced across MPI ranks",
+    "path": "a regularized model whose feature set changes, followed along its solution path (no budget)",
+}
+
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
     name: str
     description: str
     build: Callable          # (config, loss_name, budget) -> estimator
-    runs_on_mpi: bool = False
+    family: str              # a key of FAMILIES
     test_params: dict = None  # small, fast parameters for the common test battery
-    sample_stream: bool = False  # samples arrive (fit/partial_fit/learn_one); simulated as data-parallel workers
     tasks: tuple = ("regression", "classification")
-    running_averages: bool = False  # a sum over samples: streamed from files, reduced across MPI ranks
-    dynamic_features: bool = False  # a regularized model whose feature set changes (no budget; asyos.run_dfls)
+
+    def __post_init__(self):
+        if self.family not in FAMILIES:
+            raise ValueError(f"algorithm {self.name!r}: unknown family {self.family!r}; "
+                             f"choose one of: {', '.join(FAMILIES)}")
+
+    @property
+    def runs_on_mpi(self) -> bool:
+        """Asy-OS's MPI driver (``asyos.distributed.driver``) runs it: the substitution family."""
+        return self.family == "substitution"
 
 
 _REGISTRY: dict[str, AlgorithmSpec] = {}
@@ -60,10 +79,8 @@ def _build_os(config, loss, budget):
 
 
 def _build_asy_os(config, loss, budget):
-    from .config import DEFAULT_SIMULATED_WORKERS
     from .learners.asy_os import AsyncOnlineSubstitution
-    workers = config.workers or DEFAULT_SIMULATED_WORKERS
-    return AsyncOnlineSubstitution(n_workers=workers, max_staleness=config.max_staleness,
+    return AsyncOnlineSubstitution(n_workers=config.simulated_workers, max_staleness=config.max_staleness,
                                    policy=config.staleness_policy, schedule=config.schedule,
                                    sharding=config.sharding, budget_mode=config.resolved_budget_mode, cap=config.cap,
                                    slack=config.slack,
@@ -157,20 +174,19 @@ def _load_builtin():
         return
     _LOADED = True
     register(AlgorithmSpec("os", "Online Substitution (KDD'16 Alg. 1); Asy-OS under mpiexec", _build_os,
-                           runs_on_mpi=True, test_params={"passes": 2}))
+                           "substitution", test_params={"passes": 2}))
     register(AlgorithmSpec("asy-os", "Asy-OS (KDD'16 Alg. 2-3): MPI under mpiexec, else the simulator",
-                           _build_asy_os, runs_on_mpi=True, test_params={"passes": 2, "n_workers": 2}))
+                           _build_asy_os, "substitution", test_params={"passes": 2, "n_workers": 2}))
     register(AlgorithmSpec("proj-gd", "Projected gradient / IHT onto the L0 ball (batch baseline)",
-                           _build_proj_gd, test_params={"max_iter": 50}))
+                           _build_proj_gd, "baselines", test_params={"max_iter": 50}))
     register(AlgorithmSpec("lasso", "L1 path tuned to the budget, scikit-learn (batch baseline)",
-                           _build_lasso, test_params={}))
+                           _build_lasso, "baselines", test_params={}))
     for name, module, class_name, description, test_params in _STREAM_LEARNERS:
         tasks = ("classification",) if name == "sofs" else ("regression", "classification")
-        register(AlgorithmSpec(name, description, _stream_builder(module, class_name), test_params=test_params,
-                               sample_stream=True, tasks=tasks))
+        register(AlgorithmSpec(name, description, _stream_builder(module, class_name), "stream",
+                               test_params=test_params, tasks=tasks))
     for name, description in _RUNNING_AVERAGES:
-        register(AlgorithmSpec(name, description, _running_averages_builder(name), test_params={},
-                               running_averages=True))
+        register(AlgorithmSpec(name, description, _running_averages_builder(name), "averages", test_params={}))
     register(AlgorithmSpec("dfls", "DFLS: group-lasso or l_p least squares; add or remove a block of features by "
-                                    "following the solution path (Li & Gu)", _build_dfls, test_params={},
-                           tasks=("regression",), dynamic_features=True))
+                                    "following the solution path (Li & Gu)", _build_dfls, "path", test_params={},
+                           tasks=("regression",)))

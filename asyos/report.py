@@ -1,8 +1,12 @@
 """The run record (what ``results.json`` holds) and the short human summary."""
 from __future__ import annotations
 
+import sys
+import warnings as _warnings
+
 import numpy as np
 
+from .errors import ConvergenceWarning
 from .results import environment
 
 
@@ -74,3 +78,17 @@ def format_summary(record: dict) -> str:
     more = len(record["selected"]) - len(shown)
     lines.append(f"  features: {', '.join(map(str, shown))}{f' ... (+{more})' if more > 0 else ''}")
     return "\n".join(lines)
+
+
+def report_warnings(caught) -> list:
+    """Print the run's ``ConvergenceWarning``s as ``asyos: warning:`` lines; return their texts.
+
+    ``caught`` is the list from ``warnings.catch_warnings(record=True)`` around a fit; other
+    warnings are shown as Python would have shown them."""
+    notes = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    for note in notes:
+        print(f"asyos: warning: {note}", file=sys.stderr, flush=True)
+    for w in caught:
+        if not issubclass(w.category, ConvergenceWarning):
+            _warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    return notes

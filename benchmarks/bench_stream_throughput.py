@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from asyos.benchmarking.common import Run, choose_profile, parser, plot, print_table
 
 from asyos.learners import _stream_kernels
-from asyos.learners.sample_stream import all_stream_learners
+from asyos.learners.stream_learners import all_stream_learners, warm_up
 
 PROFILES = {
     "paper": {"n_features": 20000, "nnz_per_row": 100, "n_informative": 100, "n_samples": 200000,
@@ -121,7 +121,7 @@ def main():
     X, y = sparse_stream(n, d, profile["nnz_per_row"], profile["n_informative"], profile["seed"])
     data_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    _stream_kernels.warm_up()                       # compile every row loop, or load it from the cache
+    warm_up()                                       # compile every row loop, or load it from the cache
     compile_s = time.perf_counter() - t0
     print(f"stream: {n} rows x {d} features, {X.nnz / n:.0f} non-zeros per row, {np.mean(y > 0):.1%} positive "
           f"(made in {data_s:.1f} s); row loops compiled or loaded in {compile_s:.1f} s "

@@ -54,10 +54,10 @@ from scipy.stats import rankdata
 
 from asyos.benchmarking.common import Run, choose_profile, fmt, mean_std, parser, plot, print_table
 
-from asyos.learners import _stream_kernels
 from asyos.learners.l1 import OPG, RDA
 from asyos.learners.ofs import OFS, SOFS
 from asyos.learners.sfsa import SFSA, TSGD
+from asyos.learners.stream_learners import warm_up
 
 PROFILES = {
     "paper": {"p": 2000, "k": 20, "alpha": 1.0, "batch_size": 25, "n_test": 2000, "seeds": 5,
@@ -155,7 +155,7 @@ def main():
     args = parser(__doc__.splitlines()[0]).parse_args()
     profile = choose_profile(args, PROFILES)
     run = Run("thesis_sfsa", args, profile)
-    _stream_kernels.warm_up()                       # compile the row loops (or load them) before timing
+    warm_up()                                       # compile the row loops (or load them) before timing
     p, k, alpha = profile["p"], profile["k"], profile["alpha"]
     L = 1.0 + alpha ** 2 * p
     true = 10 * np.arange(1, k + 1) - 1             # 0-based positions of the features 10, 20, ..., 10 k

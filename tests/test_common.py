@@ -11,7 +11,7 @@ from asyos.errors import InputError
 from asyos.registry import all_algorithms
 
 # DFLS has no budget: tests/test_dfls.py gives it the same checks in its own terms
-SPECS = [spec for spec in all_algorithms() if not spec.dynamic_features]
+SPECS = [spec for spec in all_algorithms() if spec.family != "path"]
 
 
 def build(spec, loss, budget=6, seed=0):
@@ -32,6 +32,30 @@ def classification():
 def test_registry_names():
     assert {s.name for s in SPECS} >= {"os", "asy-os", "proj-gd", "lasso"}
     assert all(s.name == s.name.lower() and " " not in s.name for s in SPECS)
+
+
+def test_every_algorithm_has_a_family_and_every_family_a_runner():
+    from asyos.registry import FAMILIES
+    from asyos.runners import RUNNERS, runner_for
+    assert set(RUNNERS) == set(FAMILIES)
+    for spec in all_algorithms():
+        assert spec.family in FAMILIES and callable(runner_for(spec).local)
+    assert {s.name for s in all_algorithms() if runner_for(s).mpi is not None} == \
+        {"os", "asy-os", "ols-th", "ofsa", "olasso", "oelnet", "omcp"}
+
+
+@pytest.mark.parametrize("algorithm, simulate, message", [
+    ("lasso", False, "algorithm 'lasso' does not run under mpiexec; run it without mpiexec"),
+    ("ofs", True, "--simulate runs in one process; start it without mpiexec"),
+    ("dfls", True, "--algorithm dfls runs in one process; start it without mpiexec"),
+])
+def test_a_one_process_runner_refuses_mpi_with_the_cli_message(algorithm, simulate, message):
+    from asyos.registry import get_algorithm
+    from asyos.runners import runner_for
+    config = RunConfig(algorithm=algorithm, simulate=simulate)
+    with pytest.raises(InputError) as caught:
+        runner_for(get_algorithm(algorithm))(config, comm=object())   # any comm: refused before it is used
+    assert str(caught.value) == message
 
 
 CASES = [(spec, task) for spec in SPECS for task in spec.tasks]

@@ -174,7 +174,7 @@ def run_running_averages(config, comm=None) -> int:
         estimator.fit_stats(stats)
         model = estimator.model_
     t3 = time.perf_counter()
-    from ..run import report_warnings
+    from ..report import report_warnings
     notes = report_warnings(caught)
     std = stats.standardize()
     metrics = {"n_selected": int(model.support.size), "objective": std.objective(model.std_coef)}

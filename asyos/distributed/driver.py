@@ -277,7 +277,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
                      transport, theta=None):
     from ..metrics import evaluate
     from ..report import build_record
-    from ..run import report_warnings
+    from ..report import report_warnings
 
     problem = setup["problem"]
     loss, y, y_test = problem.loss, setup["y"], setup["y_test"]

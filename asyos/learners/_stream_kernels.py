@@ -28,8 +28,6 @@ from __future__ import annotations
 import math
 import os
 
-import numpy as np
-
 LOSS_CODES = {"squared": 0, "squared_hinge": 1, "logistic": 2, "hinge": 3}
 NORM_REFRESH = 1024           # OFS recomputes its running sum of squares exactly this often
 
@@ -646,15 +644,3 @@ def batch_gradient(indptr, indices, data, rows, dl, factor, g):
             r = rows[j]
             for k in range(indptr[r], indptr[r + 1]):
                 g[indices[k]] += a * data[k]
-
-
-def warm_up() -> None:
-    """Compile (or load from numba's cache) every loop now rather than inside a timed run."""
-    if not COMPILED:
-        return
-    from .sample_stream import all_stream_learners
-    import scipy.sparse as sp
-    X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 1.0]]))
-    y = np.array([1.0, -1.0])
-    for cls in all_stream_learners():
-        cls(**cls._smoke_params()).fit(X, y)

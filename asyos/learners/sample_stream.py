@@ -94,7 +94,7 @@ class SampleStreamLearner(BudgetedSelector):
 
     @classmethod
     def _smoke_params(cls):
-        """Parameters for a tiny fit that compiles every loop (``_stream_kernels.warm_up``)."""
+        """Parameters for a tiny fit that compiles every loop (``stream_learners.warm_up``)."""
         return {"budget": 1}
 
     # -- fitting ---------------------------------------------------------------------------------
@@ -264,11 +264,3 @@ class StreamState:
 
 def check_rate(value, name, allow_zero=False):
     return check_positive_float(value, name, inclusive=allow_zero)
-
-
-def all_stream_learners():
-    from .budgeted import BudgetedAMD, BudgetedARDA
-    from .l1 import L1ARDA, OPG, RDA, AdaFOBOS
-    from .ofs import OFS, SOFS
-    from .sfsa import SFSA, TSGD
-    return [BudgetedARDA, BudgetedAMD, OFS, SOFS, L1ARDA, AdaFOBOS, OPG, RDA, SFSA, TSGD]

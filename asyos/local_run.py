@@ -1,0 +1,106 @@
+"""One-process runs of the CLI: the sequential learners and the staleness simulator.
+
+``run_local`` is the runner (``asyos.runners``) of the substitution, baselines and stream families
+when ``asyos.run`` is started without ``mpiexec``: it loads the data, builds the estimator from the
+registry, fits it (optionally tuned, or wrapped in the simulator), evaluates it and reports. It is
+library code so that the CLI module only parses and dispatches.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from .errors import EXIT_OK, ConvergenceWarning, InputError
+from .metrics import evaluate
+from .problem import open_data_source, resolve_problem
+from .registry import get_algorithm
+from .report import build_record, format_summary, report_warnings
+from .results import prepare_output_dir, write_results
+
+
+def run_local(config) -> int:
+    """Run ``config.algorithm`` in this process (the substitution, baselines and stream families):
+    fit, evaluate, print the summary, write the results; returns the exit status. With
+    ``--simulate`` (or ``--algorithm asy-os``) Asy-OS or a sample-stream learner runs in the
+    staleness simulator."""
+    t0 = time.perf_counter()
+    if config.output:
+        prepare_output_dir(config.output)
+    spec = get_algorithm(config.algorithm)
+    simulated = config.simulate or config.algorithm == "asy-os"
+    stream = spec.family == "stream"
+    if simulated and not (stream or spec.family == "substitution"):
+        raise InputError(f"--simulate runs Asy-OS or a sample-stream learner; algorithm {config.algorithm!r} "
+                         f"has no simulated form")
+    if config.budget_mode == "global" and not (simulated and not stream):
+        raise InputError("--budget-mode global applies to Asy-OS: under mpiexec, or in the simulator (--simulate "
+                         "or --algorithm asy-os)")
+    if config.tune and not stream:
+        raise InputError(f"--tune applies to the sample-stream learners; {config.algorithm!r} is not one")
+    source = open_data_source(config)
+    data = source.load()
+    problem = resolve_problem(config, source, data.y)
+    if simulated and not stream:
+        spec = get_algorithm("asy-os")
+    estimator = spec.build(config, problem.loss.name, problem.budget)
+    t1 = time.perf_counter()
+    extra = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        if config.tune:
+            from .learners.tuning import grid_search
+            estimator, table = grid_search(estimator, data.X, data.y)
+            extra.update(tuned_params=estimator.tuned_params_, tuning=table)
+            if not config.quiet:
+                print(f"asyos: tuned {config.algorithm}: {estimator.tuned_params_}", flush=True)
+        if simulated and stream:
+            from .distributed.stream_simulator import AsyncSampleStream
+            estimator = AsyncSampleStream(estimator, n_workers=config.simulated_workers,
+                                          max_staleness=config.max_staleness, policy=config.staleness_policy,
+                                          schedule=config.schedule, random_state=config.seed)
+        if simulated or not config.tune:            # grid_search leaves the best point fitted
+            estimator.fit(data.X, data.y)
+    t2 = time.perf_counter()
+    notes = report_warnings(caught)
+
+    coef = estimator.coef_
+    support = estimator.support_
+    intercept = float(getattr(estimator, "intercept_", 0.0))
+    u_train = np.asarray(data.X[:, support] @ coef[support]).ravel() + intercept
+    u_test = np.asarray(data.X_test[:, support] @ coef[support]).ravel() + intercept if data.has_test else None
+    metrics = evaluate(problem.loss, coef, u_train, data.y, u_test, data.y_test, data.true_coef, support)
+    extra["raw_coef"] = estimator.raw_coef_[support]
+    extra["intercept"] = intercept
+    if getattr(estimator, "trace_", None):
+        extra["trace"] = estimator.trace_
+    for name in ("step_size_", "lipschitz_", "n_steps_", "n_iter_", "n_samples_seen_", "n_updates_", "lam_",
+                 "online_accuracy_", "threshold_", "n_dropped_", "slack_", "threshold_age_", "n_candidates_",
+                 "raw_intercept_", "n_passes_", "finish_"):
+        if hasattr(estimator, name):
+            extra[name.rstrip("_")] = getattr(estimator, name)
+    if simulated:
+        tau = estimator.n_workers if estimator.max_staleness is None else estimator.max_staleness
+        pushes = estimator.n_events_ if stream else estimator.n_pushes_
+        extra.update(n_workers=estimator.n_workers, staleness=estimator.staleness_, refused_pushes=0,
+                     pushes=pushes, pushes_per_s=pushes / (t2 - t1),
+                     max_staleness=tau, staleness_policy=config.staleness_policy, schedule=config.schedule)
+        if not stream:
+            extra["budget_mode"] = estimator.budget_mode
+    if spec.family == "substitution":
+        extra["variant"] = estimator.variant
+    timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0, "fit_s": t2 - t1}
+    record = build_record(config, problem, "simulated" if simulated else "sequential", support,
+                          coef[support], metrics, timing, warnings=notes, **extra)
+    if not config.quiet:
+        print(format_summary(record), flush=True)
+    if config.output:
+        log = getattr(estimator, "selection_log_", None)
+        rows = [tuple(r[k] for k in ("worker", "step", "pass", "feature", "event", "weight")) for r in log] \
+            if log is not None else None
+        path = write_results(config.output, record, rows)
+        if not config.quiet:
+            print(f"  results: {path}", flush=True)
+    return EXIT_OK
+

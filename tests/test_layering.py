@@ -1,0 +1,179 @@
+"""Layering of the ``asyos`` package, checked on its import graph.
+
+The graph is read from the source (the AST), not from ``sys.modules``: every ``import`` and
+``from ... import`` counts, relative ones resolved, including those inside functions, because a
+deferred import still ties the two modules together (it only hides the circle until run time).
+``from pkg import name`` is an import of ``pkg.name`` when that is a module, else of ``pkg``.
+
+The rules: no import circles; only the CLI entry points import the CLI module ``asyos.run`` (the
+library is usable without it); the learners do not depend on the MPI/simulator code in
+``asyos.distributed``.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import textwrap
+
+import pytest
+
+PACKAGE = "asyos"
+ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), PACKAGE)
+CLI = "asyos.run"
+CLI_ENTRY_POINTS = {"asyos.run", "asyos.__main__"}
+
+
+def module_files(root: str = ROOT, package: str = PACKAGE) -> dict[str, str]:
+    """Dotted module name -> file, for every ``.py`` file of the package (``__init__.py`` is the package)."""
+    out = {}
+    for folder, _, files in os.walk(root):
+        rel = os.path.relpath(folder, os.path.dirname(root))
+        prefix = rel.replace(os.sep, ".")
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            stem = name[:-3]
+            out[prefix if stem == "__init__" else f"{prefix}.{stem}"] = os.path.join(folder, name)
+    return out
+
+
+def _known(name: str, modules) -> str | None:
+    """The nearest module at or above ``name`` (``a.b.attr`` -> ``a.b``), or None outside the package."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports_of(module: str, path: str, modules) -> set[str]:
+    """The package modules that ``module`` imports anywhere in its file."""
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read(), filename=path)
+    is_package = os.path.basename(path) == "__init__.py"
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.add(_known(alias.name, modules))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = module.split(".") if is_package else module.split(".")[:-1]
+                parts = parts[:len(parts) - (node.level - 1)]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in modules else _known(base, modules))
+    found.discard(None)
+    found.discard(module)
+    return found
+
+
+def import_graph(root: str = ROOT, package: str = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the package modules it imports."""
+    modules = module_files(root, package)
+    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components (iterative: no recursion limit on deep chains)."""
+    index, low, on_stack, stack, out = {}, {}, set(), [], []
+    counter = 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                out.append(sorted(component))
+    return out
+
+
+def a_cycle(graph: dict[str, set[str]], component: list[str]) -> list[str]:
+    """One concrete circle through the component's first module (a -> b -> ... -> a), for the message."""
+    members = set(component)
+    start = component[0]
+    parent = {start: None}
+    queue = [start]
+    for node in queue:                              # breadth first: the shortest way back to start
+        for child in sorted(graph[node] & members):
+            if child == start:
+                path = [node]
+                while parent[path[-1]] is not None:
+                    path.append(parent[path[-1]])
+                return [start, *reversed(path[:-1]), start]
+            if child not in parent:
+                parent[child] = node
+                queue.append(child)
+    return component                                # unreachable for a true component
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    return [c for c in strongly_connected(graph) if len(c) > 1]
+
+
+def _describe(graph, components) -> str:
+    return "\n".join(textwrap.fill(", ".join(c), 110, initial_indent="  ", subsequent_indent="  ")
+                     + f"\n    e.g. {' -> '.join(a_cycle(graph, c))}" for c in components)
+
+
+GRAPH = import_graph()
+
+
+def test_graph_sees_relative_function_level_and_from_imports():
+    """The builder must see the kinds of import the rules are about, or the rules prove nothing."""
+    assert "asyos.errors" in GRAPH["asyos.run"]                  # from .errors import ... (top level)
+    assert "asyos.registry" in GRAPH["asyos.run"]                # from .registry import ... (in a function)
+    assert "asyos._env" in GRAPH["asyos"]                        # from . import _env (a module by name)
+    assert "asyos.learners.sample_stream" in GRAPH["asyos.learners.ofs"]
+
+
+def test_cycle_detection_on_a_made_up_graph():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert a_cycle(graph, ["a", "b", "c"]) == ["a", "b", "c", "a"]
+
+
+def test_no_import_cycles():
+    found = cycles(GRAPH)
+    assert not found, "import circles (strongly connected components):\n" + _describe(GRAPH, found)
+
+
+def test_library_does_not_import_the_cli():
+    offenders = sorted(m for m, deps in GRAPH.items() if CLI in deps and m not in CLI_ENTRY_POINTS)
+    assert not offenders, f"library modules import the CLI module {CLI}: {', '.join(offenders)}"
+
+
+@pytest.mark.xfail(strict=False, reason="protocol core moving out of distributed/")
+def test_learners_do_not_import_distributed():
+    offenders = sorted(f"{m} -> {d}" for m, deps in GRAPH.items() if m.startswith("asyos.learners")
+                       for d in deps if d == "asyos.distributed" or d.startswith("asyos.distributed."))
+    assert not offenders, "learners import asyos.distributed:\n  " + "\n  ".join(offenders)
