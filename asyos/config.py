@@ -75,6 +75,9 @@ class RunConfig:
     transport: str = "auto"
     push_mode: str = "auto"
     max_batch: int = 16
+    nodes: Optional[int] = None             # --simulate, node-aggregated: virtual nodes (default 1)
+    cores: Optional[int] = None             # --simulate with a transport: cores the ranks share (default: one each)
+    costs: Optional[str] = None             # --simulate with a transport: JSON file of replay.Costs fields
     watchdog_timeout: float = 5.0
     setup_timeout: float = 600.0
     trace_every: int = 0
@@ -144,6 +147,12 @@ class RunConfig:
         from .data.sharding import default_sharding
         return self.sharding or default_sharding(self.variant)
 
+    @property
+    def simulated_transport(self) -> Optional[str]:
+        """``--simulate``: the transport whose protocol is simulated, or ``None`` for the
+        bounded-staleness simulation (KDD'16 Sec. 5.3; ``--transport auto``)."""
+        return None if self.transport == "auto" else self.transport
+
     def asy_os_plan(self, n_features: int, budget: int, n_workers: int):
         """The ``AsyOSPlan`` of an Asy-OS run with these settings (every rank builds the same)."""
         from .protocol.plan import AsyOSPlan
@@ -210,6 +219,14 @@ class RunConfig:
         _require(not (self.transport in ("shared-memory", "node-aggregated") and self.push_mode != "auto"),
                  f"--push-mode {self.push_mode} applies to --transport messages; with {self.transport} every "
                  f"step is written into shared memory directly")
+        _require(self.nodes is None or (self.simulate and self.transport == "node-aggregated"),
+                 "--nodes goes with --simulate --transport node-aggregated (under mpiexec the nodes are the "
+                 "machines the ranks run on)")
+        _require(self.nodes is None or self.nodes >= 1, f"--nodes must be at least 1; got {self.nodes}")
+        for flag, value in (("--cores", self.cores), ("--costs", self.costs)):
+            _require(value is None or (self.simulate and self.transport != "auto"),
+                     f"{flag} goes with --simulate and a --transport (the simulated engine's machine)")
+        _require(self.cores is None or self.cores >= 1, f"--cores must be at least 1; got {self.cores}")
         _require(self.push_mode in PUSH_MODES,
                  f"unknown --push-mode {self.push_mode!r}; choose one of: {', '.join(PUSH_MODES)}")
         _require(not (self.push_mode == "pipelined" and self.max_staleness is not None),

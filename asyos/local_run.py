@@ -81,11 +81,19 @@ def run_local(config) -> int:
         if hasattr(estimator, name):
             extra[name.rstrip("_")] = getattr(estimator, name)
     if simulated:
-        tau = estimator.n_workers if estimator.max_staleness is None else estimator.max_staleness
         pushes = estimator.n_events_ if stream else estimator.n_pushes_
         extra.update(n_workers=estimator.n_workers, staleness=estimator.staleness_, refused_pushes=0,
-                     pushes=pushes, pushes_per_s=pushes / (t2 - t1),
-                     max_staleness=tau, staleness_policy=config.staleness_policy, schedule=config.schedule)
+                     pushes=pushes, pushes_per_s=pushes / (t2 - t1))
+        transport = None if stream else estimator.transport
+        if transport is None:
+            tau = estimator.n_workers if estimator.max_staleness is None else estimator.max_staleness
+            extra.update(max_staleness=tau, staleness_policy=config.staleness_policy, schedule=config.schedule)
+        else:                     # the engine's protocol in simulated time
+            extra.update(max_staleness=estimator.max_staleness, transport=transport,
+                         push_mode=estimator.push_mode if transport == "messages" else None,
+                         nodes=estimator.nodes, cores=estimator.cores, refused_pushes=estimator.refused_,
+                         simulated_time_s=estimator.simulated_time_,
+                         central_utilization=estimator.central_utilization_)
         if not stream:
             extra["budget_mode"] = estimator.budget_mode
     if spec.family == "substitution":

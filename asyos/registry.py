@@ -83,7 +83,9 @@ def _build_asy_os(config, loss, budget):
     return AsyncOnlineSubstitution(n_workers=config.simulated_workers, max_staleness=config.max_staleness,
                                    policy=config.staleness_policy, schedule=config.schedule,
                                    sharding=config.sharding, budget_mode=config.resolved_budget_mode, cap=config.cap,
-                                   slack=config.slack,
+                                   slack=config.slack, transport=config.simulated_transport,
+                                   push_mode=config.resolved_push_mode, max_batch=config.max_batch,
+                                   nodes=config.nodes or 1, costs=config.costs, cores=config.cores,
                                    **_os_kwargs(config, loss, budget))
 
 

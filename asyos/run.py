@@ -93,7 +93,12 @@ def make_parser() -> argparse.ArgumentParser:
                                                        "..., 1e-8} on training accuracy (ECML'18), then fit")
     g = p.add_argument_group("parallel execution")
     g.add_argument("--simulate", action="store_true", help="run Asy-OS, or a sample-stream learner as data-parallel "
-                                                           "workers, in the staleness simulator")
+                                                           "workers, in one process: with --transport shared-memory, "
+                                                           "messages or node-aggregated, a discrete-event simulation "
+                                                           "of what mpiexec runs with it (--push-mode, --max-batch, "
+                                                           "--max-staleness, --nodes, --cores, --costs); without, "
+                                                           "KDD'16's bounded-staleness simulation (--max-staleness = "
+                                                           "tau, --staleness-policy, --schedule)")
     g.add_argument("--workers", type=int, help="simulated workers (default 4)")
     g.add_argument("--max-staleness", type=int, help="bound tau: simulator default = workers; MPI default "
                                                      "unbounded (measured only)")
@@ -110,11 +115,18 @@ def make_parser() -> argparse.ArgumentParser:
                                            "(default min(s, ceil(3 s / q)))")
     g.add_argument("--slack", type=float, help="global budget: workers drop features below slack x theta, "
                                                "in (0, 1] (default 0.5)")
-    g.add_argument("--transport", help="MPI: shared-memory (the workers add their changes into u_C in "
-                                       "memory shared on the node; the central rank only watches), messages "
-                                       "(pushes to the central rank, which works across nodes), or auto "
-                                       "(default: shared-memory when every rank is on one node and no "
-                                       "--push-mode is given)")
+    g.add_argument("--transport", help="MPI (and --simulate): shared-memory (the workers add their changes into "
+                                       "u_C in memory shared on the node; the central rank only watches), messages "
+                                       "(pushes to the central rank, which works across nodes), node-aggregated "
+                                       "(shared memory within each node, one push per node from its leader), or "
+                                       "auto (default: messages with a --push-mode, else shared-memory when every "
+                                       "rank is on one node, node-aggregated when they span several)")
+    g.add_argument("--nodes", type=int, help="--simulate --transport node-aggregated: nodes the workers are spread "
+                                             "over, round-robin (default 1)")
+    g.add_argument("--cores", type=int, help="--simulate with a --transport: cores the simulated ranks share "
+                                             "(default: one each)")
+    g.add_argument("--costs", help="--simulate with a --transport: JSON file of the simulated costs (fields of "
+                                   "asyos.protocol.replay.Costs; default: measured on the development machine)")
     g.add_argument("--push-mode", help="MPI: pipelined (one push in flight, the steps taken meanwhile summed "
                                        "into the next), each-step (wait for the fresh u_C after every step, "
                                        "KDD'16 Alg. 3 literally), or auto (default: pipelined, each-step "

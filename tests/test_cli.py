@@ -53,6 +53,21 @@ def test_simulator_run_records_staleness(tmp_path):
     assert record["refused_pushes"] == 0 and "pushes_per_s" in record
 
 
+@pytest.mark.parametrize("args, transport, push_mode", [
+    (["--transport", "shared-memory", "--cores", "2"], "shared-memory", None),
+    (["--transport", "messages", "--push-mode", "each-step", "--max-staleness", "1"], "messages", "each-step"),
+    (["--transport", "node-aggregated", "--nodes", "2"], "node-aggregated", None),
+])
+def test_simulated_transports_from_the_cli(tmp_path, args, transport, push_mode):
+    rc, out, err = run(*SMALL, "--simulate", "--workers", "4", *args, "--output", str(tmp_path))
+    assert rc == 0, err
+    record = json.loads((tmp_path / "results.json").read_text())
+    assert record["mode"] == "simulated" and record["transport"] == transport and record["push_mode"] == push_mode
+    assert record["simulated_time_s"] > 0 and "staleness_policy" not in record
+    if "--max-staleness" in args:
+        assert record["staleness"]["max"] <= 1 and record["max_staleness"] == 1
+
+
 @pytest.mark.parametrize("algorithm", ["proj-gd", "lasso"])
 def test_baselines_from_the_cli(algorithm):
     rc, out, err = run(*SMALL, "--algorithm", algorithm, "--synthetic", "classification")
@@ -103,6 +118,10 @@ BAD = [
     (["--push-mode", "pipelined", "--max-staleness", "3"], "use it with --push-mode each-step"),
     (["--push-mode", "eager"], "unknown --push-mode 'eager'"),
     (["--transport", "tcp"], "unknown --transport 'tcp'"),
+    (["--nodes", "2"], "--nodes goes with --simulate --transport node-aggregated"),
+    (["--simulate", "--transport", "node-aggregated", "--nodes", "0"], "--nodes must be at least 1"),
+    (["--cores", "2"], "--cores goes with --simulate and a --transport"),
+    (["--simulate", "--costs", "c.json"], "--costs goes with --simulate and a --transport"),
     (["--transport", "shared-memory", "--push-mode", "each-step"], "--push-mode each-step applies to --transport "
                                                                     "messages"),
     (["--benchmark", "nope"], "unknown benchmark 'nope'"),

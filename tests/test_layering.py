@@ -172,8 +172,75 @@ def test_library_does_not_import_the_cli():
     assert not offenders, f"library modules import the CLI module {CLI}: {', '.join(offenders)}"
 
 
-@pytest.mark.xfail(strict=False, reason="protocol core moving out of distributed/")
 def test_learners_do_not_import_distributed():
     offenders = sorted(f"{m} -> {d}" for m, deps in GRAPH.items() if m.startswith("asyos.learners")
                        for d in deps if d == "asyos.distributed" or d.startswith("asyos.distributed."))
     assert not offenders, "learners import asyos.distributed:\n  " + "\n  ".join(offenders)
+
+
+# -- who drives the Asy-OS protocol ------------------------------------------------------------
+# A scheduler is the only place that loops over a worker's steps: it calls ``Worker.propose``, or
+# a link's ``step`` (``asyos.protocol.links``), inside a loop. One loop per scheduler.
+SCHEDULER_LOOPS = {
+    "asyos.protocol.loopback": {"run_loopback"},                    # sequential OS, the finish
+    "asyos.protocol.simulator": {"_run"},                           # bounded staleness (KDD'16 Sec. 5.3)
+    "asyos.protocol.replay": {"_Simulation.run"},                   # every transport in simulated time
+    "asyos.distributed.mpi_messages": {"MessagesTransport._each_step", "MessagesTransport._pipelined"},
+    "asyos.distributed.mpi_shared": {"shared_steps"},               # shared memory, node-aggregated
+}
+
+
+def _protocol_loops(path: str) -> set[str]:
+    """``Class.function`` (or ``function``) names whose loops step a worker: a call of ``propose``,
+    or of ``step`` on a link, inside a ``for``/``while`` body; the event loop of ``replay`` runs
+    its handlers, which step the links (counted as its ``run``)."""
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read(), filename=path)
+    found = set()
+
+    def steps(node) -> bool:
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+                receiver = ast.unparse(call.func.value)
+                if call.func.attr == "propose" or (call.func.attr == "step" and "link" in receiver):
+                    return True
+                if call.func.attr == "handle" or receiver == "handle":
+                    return True
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "handle":
+                return True
+        return False
+
+    def visit(node, owner):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, child.name)
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = f"{owner}.{child.name}" if owner else child.name
+                if any(isinstance(n, (ast.For, ast.While)) and steps(n) for n in ast.walk(child)
+                       if n is not child):
+                    found.add(name)
+    visit(tree, None)
+    return found
+
+
+def test_only_the_schedulers_loop_over_worker_steps():
+    modules = module_files()
+    loops = {m: _protocol_loops(path) for m, path in modules.items()}
+    loops = {m: names for m, names in loops.items() if names}
+    assert loops == SCHEDULER_LOOPS
+
+
+def test_the_loop_finder_sees_a_loop_over_propose(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(textwrap.dedent("""
+        def drive(worker, u):
+            while worker.propose(u) is not None:
+                pass
+        class S:
+            def run(self, link):
+                for _ in range(3):
+                    link.step()
+            def once(self, worker, u):
+                return worker.propose(u)
+    """))
+    assert _protocol_loops(str(path)) == {"drive", "S.run"}

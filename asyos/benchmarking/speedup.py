@@ -44,6 +44,7 @@ import numpy as np
 
 from ..config import RunConfig
 from ..data.synthetic import SyntheticSource
+from ..protocol.loopback import run_loopback
 from ..protocol.replay import Costs, SimulatedClock, replay, sequential_time
 from ..protocol.central import Central
 from ..protocol.threshold import GlobalThreshold
@@ -298,23 +299,25 @@ def step_times(data, loss, budget, timed_steps=400):
 def timed_full_steps(data, loss, budget, count, others_top=None):
     """Times of up to ``count`` steps (propose, commit, the loopback's apply) of one worker with
     ``budget`` retained features, each timed once the retained set is full; ``others_top``: the
-    global budget's argument."""
+    global budget's argument (the worker then thresholds against it at every step)."""
     cols = min(data.X.shape[1], budget + count + 50)
     workers, _ = build_workers(data.X[:, :cols], data.y, loss, AsyOSPlan.build(cols, budget, 1),
                                SubstitutionOptions(passes=3), 1)
     worker, central = workers[0], Central(data.n_samples)
-    extra = () if others_top is None else (others_top,)
+    if others_top is not None:
+        propose = worker.propose
+        worker.propose = lambda u, version=0: propose(u, version, others_top)
     times = []
-    while len(times) < count:
-        full = worker.state.size == budget
-        t0 = time.perf_counter()
-        push = worker.propose(central.u, central.version, *extra)
-        if push is None:
-            break
-        central.apply(push.delta, push.version_read)
-        worker.commit()
-        if full:
-            times.append(time.perf_counter() - t0)
+    last = [time.perf_counter(), False]      # the previous step's mark, and whether it began full
+
+    def on_step():                           # between a step's propose and its apply and commit
+        now = time.perf_counter()
+        if last[1]:
+            times.append(now - last[0])      # apply + commit of the previous step, propose of this one
+        last[:] = [now, worker.state.size == budget]
+        return len(times) >= count
+
+    run_loopback(worker, central, on_step)
     return times
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from ..protocol.finish import Candidates, conclude
 from ..protocol.plan import AsyOSPlan
 from ..errors import InputError
-from ..protocol.replay import DEFAULT_COSTS, Costs, Machine, SimulatedClock, replay
+from ..protocol.replay import DEFAULT_COSTS, DEFAULT_JITTER, Costs, Machine, SimulatedClock, replay
 from ..protocol.simulator import check_simulation_args, simulate
 from ..truncation import keep_top_k
 from .base import check_positive_int
@@ -158,10 +158,11 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
             if mode in ("pipelined", "each-step"):      # the central node refuses; else the workers do
                 central.max_staleness = self.max_staleness
             report = replay(workers, central, self._costs(), SimulatedClock(), mode, self.max_batch, threshold,
-                            machine=Machine(cores=self.cores), seed=self.random_state,
+                            machine=Machine(cores=self.cores, jitter=DEFAULT_JITTER), seed=self.random_state,
                             max_staleness=self.max_staleness, nodes=self.nodes)
             self.simulated_time_ = report.time_s
             self.central_utilization_ = report.central_utilization
+        self.refused_ = central.refused
         self._finish_trace(trace, central)
         candidates = Candidates.from_workers(workers)
         with quiet_float_errors():

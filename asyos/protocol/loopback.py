@@ -8,12 +8,17 @@ import numpy as np
 from .links import EachStep
 
 
-def run_loopback(worker, central) -> None:
-    """Run ``worker`` to the end of its passes against ``central``."""
+def run_loopback(worker, central, on_step=None) -> None:
+    """Run ``worker`` to the end of its passes against ``central``. ``on_step()``, when given, is
+    called for every step once it is proposed, before it is applied (simulated clocks, timing
+    harnesses), and may return True to stop after that step."""
     link = EachStep(worker, reply=central.u_ext)
     with np.errstate(over="ignore", invalid="ignore"):   # divergence is reported by the kernel
         while True:
             push = link.step()
             if push is None:
                 return
+            stop = on_step is not None and on_step()
             link.settle(central.apply(link.worker.delta, link.version))
+            if stop:
+                return

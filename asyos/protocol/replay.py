@@ -26,6 +26,7 @@ from typing import Optional
 import numpy as np
 
 from .links import EachStep, NodeExchange, Pipelined, SharedReads
+from .loopback import run_loopback
 from .threshold import GlobalThreshold
 
 
@@ -61,6 +62,15 @@ class Costs:
 # measures them again in its own run; these are the simulator's defaults.
 DEFAULT_COSTS = Costs(step_base_s=19.6e-6, step_per_retained_s=0.33e-6, step_protocol_s=42e-6, push_send_s=1.5e-6,
                       latency_s=1.2e-6, bandwidth_bytes_per_s=4.3e9, central_service_s=27e-6, read_value_s=0.41e-9)
+
+
+# The spread of a step's time around its cost (standard deviation of its logarithm), measured with
+# ``asyos.benchmarking.speedup.timed_full_steps`` on the default problem: 0.23, 0.22 and 0.27 at 8,
+# 32 and 100 retained features. Without it the simulated workers move in lock step, which no real
+# machine does: with every cost exact, 12 each-step workers under --max-staleness 2 were refused
+# in the same order again and again and ended at a loss of 4.4 (0.0024 with the spread; the MPI
+# engine reached recall 0.99).
+DEFAULT_JITTER = 0.25
 
 
 @dataclass(frozen=True)
@@ -298,7 +308,6 @@ def _run_shared(sim, max_staleness, threshold):
     central, costs, workers = sim.central, sim.costs, sim.workers
     q, n = len(workers), central.n
     links = [SharedReads(w, max_staleness, threshold.budget if threshold is not None else 0) for w in workers]
-    members = list(range(q))
     read_cost = costs.read_value_s * q * n
 
     def handle(t, kind, w, payload):
@@ -307,12 +316,14 @@ def _run_shared(sim, max_staleness, threshold):
             seen = payload
             if link.settle(central.version - link.own):
                 central.apply(link.worker.delta, seen + link.own - 1)
+                if threshold is not None:         # its |w| in the window, as of this write
+                    threshold.update(w, link.worker.state.weights, central.version)
             sim.schedule(t, "free", w)
             return
         np.copyto(link.view, central.u)
         seen = central.version - link.own
         if threshold is not None:
-            link.others_top[:] = _others_top(workers, members, w, None, threshold.budget, threshold.cap)
+            threshold.others_top(w, out=link.others_top)
         retained = link.worker.state.size
         if link.step(seen) is None:
             sim.working -= 1
@@ -322,13 +333,15 @@ def _run_shared(sim, max_staleness, threshold):
     for w in range(q):
         sim.schedule(0.0, "free", w)
     sim.run(handle)
+    central.refused += sum(link.refused for link in links)      # steps the workers redid
 
 
 def _run_nodes(sim, max_staleness, threshold, n_nodes):
     """Node-aggregated: worker ``w`` (MPI rank ``w + 1``) on node ``(w + 1) % n_nodes``; within a
     node as ``_run_shared`` against ``base + rows``; the node's first worker exchanges with the
     central node between its steps (``links.NodeExchange``) and, once done, every
-    ``SHARED_POLL_S`` until its node is."""
+    ``SHARED_POLL_S`` until its node is. ``threshold`` (sized for the workers) records every
+    worker's ``|w|`` for the final value; the central node keeps its own, per node."""
     central, costs, workers = sim.central, sim.costs, sim.workers
     q, n = len(workers), central.n
     groups = [g for g in ([w for w in range(q) if (w + 1) % n_nodes == k] for k in range(n_nodes)) if g]
@@ -336,6 +349,7 @@ def _run_nodes(sim, max_staleness, threshold, n_nodes):
     others = threshold.budget if threshold is not None else 0
     cap = max(w.state.budget for w in workers)
     node_cap = max(len(g) for g in groups) * cap
+    record = threshold
     if threshold is not None:               # the senders are the nodes
         threshold = GlobalThreshold(threshold.budget, len(groups), node_cap)
     links = [SharedReads(w, max_staleness, others) for w in workers]
@@ -391,6 +405,8 @@ def _run_nodes(sim, max_staleness, threshold, n_nodes):
             if link.settle(local_others + remote[k]):
                 rows[k] += link.worker.delta
                 steps[k] += 1
+                if record is not None:
+                    record.update(w, link.worker.state.weights)
             sim.schedule(t, "free", w)
             return
         if leader:
@@ -424,13 +440,13 @@ def _run_nodes(sim, max_staleness, threshold, n_nodes):
 
 
 def sequential_time(worker, central, costs: Costs, clock: SimulatedClock) -> float:
-    """Sequential OS in simulated time: the loopback, each step costing ``step_time(m)`` without
-    the protocol; ``central.monitor`` sees each step at its simulated time."""
+    """Sequential OS in simulated time: the loopback, each step costing ``step_time(m)`` (``m``
+    retained when it began) without the protocol; ``central.monitor`` sees each step at its
+    simulated time."""
     clock.now = 0.0
-    link = EachStep(worker, reply=central.u_ext)
-    while True:
-        retained = worker.state.size
-        if link.step() is None:
-            return clock.now
-        clock.now += costs.step_time(retained, pipelined=False)
-        link.settle(central.apply(worker.delta, link.version))
+
+    def on_step():                  # proposed, not yet committed: the size it began with
+        clock.now += costs.step_time(worker.state.size, pipelined=False)
+
+    run_loopback(worker, central, on_step)
+    return clock.now

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from .wire import PUSH_STEPS
 
 POLICIES = ("max", "uniform", "fresh")
 SCHEDULES = ("round-robin", "random")
@@ -142,7 +143,7 @@ def _run(workers, central, tau, policy, schedule, rng, history, floors, active, 
         if push is None:
             order.retire(slot)
             continue
-        if not central.apply(push.delta, r):
+        if not central.apply(push.delta, r, steps=int(push.buffer[central.n + PUSH_STEPS])):
             raise AssertionError("simulator produced a push beyond the staleness bound")
         workers[i].commit()
         floors[i] = central.version

@@ -92,7 +92,6 @@ class Worker:
             self._hess = np.empty(self.n)
         self.buffer = push_buffer(self.n, self.state.budget)
         self.delta = self.buffer[:self.n]
-        self.buffer[self.n + PUSH_STEPS] = 1
         self._push = Push(self.delta, self.buffer, 0, -1, 0)   # reused: a push lives until the next step
         self._retained = np.zeros(shard.n_local, dtype=bool)
         self._pass, self._pos = 0, 0
@@ -248,8 +247,9 @@ class Worker:
         if nxt is None:
             if not self._carrying:
                 return None
-            self.delta[:] = self.carry                    # the last push: only the drops
+            self.delta[:] = self.carry                    # the last push: only the drops, no step
             self.buffer[self.n + PUSH_VERSION] = version
+            self.buffer[self.n + PUSH_STEPS] = 0
             self._current = None
             push = self._push
             push.version_read, push.feature, push.action = int(version), -1, 0
@@ -275,6 +275,7 @@ class Worker:
         if self.owns_intercept:
             self.delta += self._intercept_step
         self.buffer[self.n + PUSH_VERSION] = version
+        self.buffer[self.n + PUSH_STEPS] = 1
         self.proposals += 1
         push = self._push
         push.version_read, push.feature, push.action = int(version), int(self.shard.columns[j]), action
