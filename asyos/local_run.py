@@ -71,6 +71,9 @@ def run_local(config) -> int:
     u_train = np.asarray(data.X[:, support] @ coef[support]).ravel() + intercept
     u_test = np.asarray(data.X_test[:, support] @ coef[support]).ravel() + intercept if data.has_test else None
     metrics = evaluate(problem.loss, coef, u_train, data.y, u_test, data.y_test, data.true_coef, support)
+    for name in ("objective_selection", "objective_candidates"):     # as the MPI record has them
+        if hasattr(estimator, name + "_"):
+            metrics[name] = float(getattr(estimator, name + "_"))
     extra["raw_coef"] = estimator.raw_coef_[support]
     extra["intercept"] = intercept
     if getattr(estimator, "trace_", None):
@@ -92,7 +95,7 @@ def run_local(config) -> int:
             extra.update(max_staleness=estimator.max_staleness, transport=transport,
                          push_mode=estimator.push_mode if transport == "messages" else None,
                          nodes=estimator.nodes, cores=estimator.cores, refused_pushes=estimator.refused_,
-                         simulated_time_s=estimator.simulated_time_,
+                         simulated_time_s=estimator.simulated_time_, push_staleness=estimator.push_staleness_,
                          central_utilization=estimator.central_utilization_)
         if not stream:
             extra["budget_mode"] = estimator.budget_mode

@@ -188,6 +188,9 @@ def main(argv=None) -> int:
     if supervisor.should_supervise():           # before numpy and MPI are loaded
         return supervisor.supervise()
     atexit.register(supervisor.mark_finished)   # registered before mpi4py: runs after MPI_Finalize
+    if _env.launched_by_mpi():
+        import signal
+        signal.signal(signal.SIGINT, _first_interrupt)
     status = _main(argv)
     supervisor.run_ended()
     return status
@@ -197,6 +200,7 @@ def _main(argv) -> int:
     comm = None
     rank = 0
     started = False                             # the configuration is parsed: the run is under way
+    config = None
     if argv[:1] == ["--benchmark"] or (argv and argv[0].startswith("--benchmark=")):
         return _benchmark(argv)
     try:
@@ -227,10 +231,12 @@ def _main(argv) -> int:
             _interrupted(comm, rank)
         print("asyos: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BaseException:  # noqa: BLE001 - anything else is a bug: report, abort the job
+    except BaseException as exc:  # noqa: BLE001 - anything else is a bug: report, abort the job
         if comm is None:
             raise
-        _abort(comm, rank, "failed:\n" + traceback.format_exc(), EXIT_INTERNAL)
+        from .distributed.watch import write_traceback
+        where = write_traceback(getattr(config, "output", None) if started else None, rank, traceback.format_exc())
+        _abort(comm, rank, f"failed: {type(exc).__name__}: {exc}; ending the job (traceback: {where})", EXIT_INTERNAL)
         raise
 
 
@@ -251,18 +257,32 @@ def _benchmark(argv) -> int:
         return EXIT_USAGE
 
 
+_interrupts = [0]
+
+
+def _first_interrupt(_signum, _frame):
+    """Under ``mpiexec`` the same Ctrl-C can reach a rank twice (from the launcher and forwarded by
+    its supervisor): only the first raises ``KeyboardInterrupt``, so the second cannot break into
+    the handling of the first."""
+    _interrupts[0] += 1
+    if _interrupts[0] == 1:
+        raise KeyboardInterrupt
+
+
 def _interrupted(comm, rank):
-    """Ctrl-C under ``mpiexec``: the launcher sends SIGINT to every rank, so each ends at once
-    with ``EXIT_INTERRUPTED``; rank 0 alone says so. No ``MPI_Abort``, whose code would race with
-    the ranks' own exits."""
-    import os
-    from .distributed.supervisor import mark_finished, run_ended
-    if rank == 0:
-        sys.stderr.write("asyos: interrupted; ending the job\n")
-        sys.stderr.flush()
-    run_ended()
-    mark_finished()
-    os._exit(EXIT_INTERRUPTED)
+    """Ctrl-C under ``mpiexec``: the launcher sends SIGINT to every rank; rank 0 says so once and
+    aborts the job with ``EXIT_INTERRUPTED`` (``MPI_Abort`` passes its code on exactly: ranks
+    leaving on their own made the launcher report 9 or 3, whichever it saw first). The others wait
+    for that; one interrupted alone ends the job itself after ``INTERRUPT_GRACE`` seconds."""
+    import time
+    from .distributed.transport import abort_job
+    if rank != 0:
+        time.sleep(INTERRUPT_GRACE)
+    abort_job(comm, EXIT_INTERRUPTED, "asyos: interrupted; ending the job" if rank == 0
+              else f"asyos: rank {rank} interrupted; ending the job")
+
+
+INTERRUPT_GRACE = 3.0
 
 
 def _abort(comm, rank, what, code):

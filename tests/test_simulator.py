@@ -109,10 +109,14 @@ class CountingWorker:
             self.done = True
             return None
         self.reads.append((version, u.copy()))
-        self.delta = np.zeros(u.shape[0])
-        self.delta[self.index] = 1.0
+        from asyos.protocol.wire import PUSH_STEPS, push_buffer
         from asyos.protocol.worker import Push
-        return Push(self.delta, self.delta, version, self.index, 0)
+        n = u.shape[0]
+        buffer = push_buffer(n)                      # the wire layout: delta, then the header
+        buffer[self.index] = 1.0
+        buffer[n + PUSH_STEPS] = 1
+        self.delta = buffer[:n]
+        return Push(self.delta, buffer, version, self.index, 0)
 
     def commit(self):
         self.left -= 1

@@ -112,9 +112,10 @@ def mpiexec_path():
     return shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
 
 
-def run_asyos(args, ranks=None, timeout=900):
+def run_asyos(args, ranks=None, timeout=900, env_extra=None):
     """``[mpiexec -n ranks] python -m asyos.run args --output tmp --quiet``; returns ``(record, seconds)``,
-    the run's ``results.json`` and the wall time of the whole command (start-up included)."""
+    the run's ``results.json`` and the wall time of the whole command (start-up included).
+    ``env_extra``: variables added to the environment (e.g. MPICH's virtual nodes)."""
     out_dir = tempfile.mkdtemp(prefix="asyos-bench-")
     cmd = [sys.executable, "-m", "asyos.run", *map(str, args), "--output", out_dir, "--quiet"]
     if ranks is not None:
@@ -123,7 +124,8 @@ def run_asyos(args, ranks=None, timeout=900):
             raise SystemExit("mpiexec not found: pip install 'asyos[mpi]'")
         cmd = [launcher, "-n", str(ranks), *cmd]
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    env = dict(os.environ, **(env_extra or {}))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     seconds = time.perf_counter() - start
     try:
         if proc.returncode != 0:

@@ -56,8 +56,9 @@ from ..trace import ObjectiveTrace
 from .mpi_messages import MessagesTransport
 from .mpi_node import NodeAggregatedTransport
 from .mpi_shared import SharedMemoryTransport, ranks_share_one_node
+from .supervisor import note_segments, shared_memory_segments
 from .transport import Backoff, Deadline, abort_job, ranks_oversubscribe_cores, wait_all, wait_object
-from .watch import Watch, end_run, release_workers, wait_release
+from .watch import Watch, end_run, patience, release_workers, wait_release
 
 ERROR_GRACE = 5.0                 # a failed worker waits this long for the central rank to abort
 
@@ -117,6 +118,7 @@ def run_asy_os(config, comm):
     lipschitz = float(everyone[:, 1].max())
     name = resolve_transport(config, comm)
     transport = TRANSPORTS[name](comm, setup["plan"], config, setup["problem"].n_samples, backoff)
+    note_segments(shared_memory_segments())     # the supervisor unlinks them if this rank dies
     with np.errstate(over="ignore", invalid="ignore"):   # divergence is reported by the kernel
         if rank == 0:
             return _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscribed, transport)
@@ -174,7 +176,7 @@ def _worker_setup(config, rank, n_workers):
 def _worker_main(config, comm, setup, lipschitz, backoff, transport):
     rank = comm.Get_rank()
     problem, shard, data, plan = setup["problem"], setup["shard"], setup["data"], setup["plan"]
-    timeout = config.watchdog_timeout
+    timeout = patience(config.watchdog_timeout, rank)         # for the central rank
     try:
         worker = make_worker(shard, data.y, problem.loss, plan.budgets[rank - 1], lipschitz,
                              config.substitution_options(), worker_id=rank - 1, slack=plan.slack,
@@ -247,7 +249,7 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
     central = Central(n, max_staleness=bound, monitor=trace)
     if trace is not None:
         trace.record(central)
-    watch = Watch(comm, config.watchdog_timeout)
+    watch = Watch(comm, config.watchdog_timeout, report_dir=config.output)
     busy_s, theta = transport.run_central(central, watch, trace)
     async_s = time.perf_counter() - t_async0
     release_workers(comm, backoff)
@@ -314,6 +316,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
     extra = dict(
         n_workers=len(finals),
         staleness=staleness,
+        push_staleness=central.push_staleness,
         max_staleness=config.max_staleness,
         refused_pushes=central.refused,
         pushes=central.accepted,

@@ -22,6 +22,7 @@ import time
 from ..protocol.links import EachStep, Pipelined
 from ..protocol.wire import TAG_PUSH, TAG_REPLY, push_buffer, reply_buffer
 from .transport import wait_all
+from .watch import patience
 
 
 class MessagesTransport:
@@ -34,7 +35,7 @@ class MessagesTransport:
         self.comm, self.plan, self.n = comm, plan, int(n_samples)
         self.push_mode = config.resolved_push_mode
         self.max_batch = config.max_batch
-        self.timeout = config.watchdog_timeout
+        self.timeout = patience(config.watchdog_timeout, comm.Get_rank())      # waiting for a reply
         self.backoff = backoff
 
     # -- worker side ------------------------------------------------------------------------

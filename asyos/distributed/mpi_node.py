@@ -17,7 +17,9 @@ nodes, not of workers. The last push of a node goes after every worker of the no
 
 Staleness of a step: the steps of other workers it did not see, those of its node as on one node
 (``mpi_shared``) plus those of other nodes that had reached this node's ``base`` when the step was
-written but not when ``u_C`` was read.
+written but not when ``u_C`` was read. The lag of ``base`` itself shows at the central rank, which
+records per node push how many pushes of other nodes came since that node's last pull
+(``push_staleness`` in the results).
 
 Watching: the leader beats in the window; the other workers of the node end the job when it stands
 still for ``--watchdog-timeout`` seconds; the leader ends it when a worker of its node stops
@@ -37,6 +39,7 @@ from ..protocol.wire import TAG_PUSH, TAG_REPLY
 from .mpi_messages import serve_pushes
 from .mpi_shared import SHARED_POLL_S, BeatWatch, OthersTop, SharedState, shared_steps
 from .transport import Backoff, Deadline, abort_job
+from .watch import patience
 
 
 def node_layout(comm):
@@ -58,7 +61,8 @@ class NodeAggregatedTransport:
     def __init__(self, comm, plan, config, n_samples, backoff):
         self.comm, self.plan, self.n = comm, plan, int(n_samples)
         self.backoff = backoff
-        self.timeout = config.watchdog_timeout
+        self.timeout = config.watchdog_timeout                      # a worker of the node silent
+        self.patience = patience(config.watchdog_timeout, comm.Get_rank())   # the central rank or the leader
         self.max_staleness = config.max_staleness
         self.node, nodes = node_layout(comm)
         rank = comm.Get_rank()
@@ -82,12 +86,12 @@ class NodeAggregatedTransport:
         threshold = OthersTop(state, self.plan.threshold_rank) if self.plan.keeps_threshold else None
         if index == 0:
             leader = NodeLeader(self.comm, state, self.my_group, self.plan, self.node_cap, self.timeout,
-                                self.backoff)
+                                self.patience)
             compute_s, histogram = shared_steps(state, index, worker, self.max_staleness, threshold=threshold,
                                                 between=leader.between_steps)
             leader.drain()
             return compute_s, histogram
-        self._beat = BeatWatch(state.beat, self.timeout)
+        self._beat = BeatWatch(state.beat, self.patience)
         compute_s, histogram = shared_steps(state, index, worker, self.max_staleness, threshold=threshold,
                                             central=self._beat)
         return compute_s, histogram
@@ -124,8 +128,8 @@ class NodeLeader:
     node has finished and the node's last push is answered (``drain``). It also watches the node's
     other workers (their ``proposals`` counters) and beats for them."""
 
-    def __init__(self, comm, state, group, plan, node_cap, timeout, backoff):
-        self.comm, self.state, self.group, self.timeout, self.backoff = comm, state, group, timeout, backoff
+    def __init__(self, comm, state, group, plan, node_cap, timeout, patience):
+        self.comm, self.state, self.group, self.timeout, self.patience = comm, state, group, timeout, patience
         self.link = NodeExchange(state.n, node_cap, plan.others)
         self.total = np.zeros(state.n)
         self.global_budget = plan.keeps_threshold
@@ -142,8 +146,8 @@ class NodeLeader:
         self._watch_node()
         if self.send is not None:
             if not self.recv.Test():
-                if time.monotonic() - self.waiting_since > self.timeout:
-                    raise Deadline(f"no reply to the node's push within {self.timeout:g} s")
+                if time.monotonic() - self.waiting_since > self.patience:
+                    raise Deadline(f"no reply to the node's push within {self.patience:g} s")
                 return False
             self.send.Wait()
             self.send = self.recv = None

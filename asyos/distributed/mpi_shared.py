@@ -42,6 +42,7 @@ import numpy as np
 from ..protocol.links import SharedReads
 from ..protocol.threshold import GlobalThreshold, kth_largest, write_abs
 from .transport import Deadline
+from .watch import patience
 
 CACHE_LINE_DOUBLES = 8          # rows start on their own 64-byte line: no false sharing between writers
 COUNTERS = ("started", "steps", "proposals", "refused", "finished")
@@ -282,7 +283,7 @@ class SharedMemoryTransport:
         self.comm, self.plan = comm, plan
         self.state = SharedState(comm, n_samples, plan.n_workers, plan.cap)
         self.max_staleness = config.max_staleness
-        self.timeout = config.watchdog_timeout
+        self.timeout = patience(config.watchdog_timeout, comm.Get_rank())      # the central rank's beat
         self._beat = None
 
     # -- worker side ------------------------------------------------------------------------

@@ -13,6 +13,8 @@ import os
 import sys
 import time
 
+from .supervisor import mark_finished, run_ended, shared_memory_segments, unlink_segments
+
 ABORT_GRACE = 0.5   # seconds for the launcher to forward the message before MPI_Abort tears stdio down
 ABORT_WAIT = 10.0   # seconds to wait for the launcher to kill this process after MPI_Abort
 
@@ -81,6 +83,15 @@ def wait_object(request, backoff: Backoff, timeout: float):
         backoff.pause()
 
 
+def _quiet_stderr():
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+    except OSError:
+        pass
+
+
 def abort_job(comm, code: int, message: str) -> "NoReturn":
     """Print ``message`` on stderr, let the launcher forward it, then abort every rank with ``code``.
     Never returns.
@@ -93,9 +104,10 @@ def abort_job(comm, code: int, message: str) -> "NoReturn":
     sys.stderr.write(message.rstrip("\n") + "\n")
     sys.stderr.flush()
     time.sleep(ABORT_GRACE)
+    unlink_segments(shared_memory_segments())      # an aborted job never unlinks them itself
+    _quiet_stderr()                   # MPICH's own "Abort(code) on node ..." line would repeat the message
     comm.Abort(code)
     time.sleep(ABORT_WAIT)
-    from .supervisor import mark_finished, run_ended
     run_ended()
     mark_finished()
     os._exit(code)

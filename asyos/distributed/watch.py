@@ -17,13 +17,21 @@ from ..protocol.wire import TAG_ALIVE, TAG_ERROR, TAG_FINAL, TAG_SHUTDOWN
 from .transport import Backoff, Deadline, abort_job, wait_all
 
 ALIVE_EVERY = 1.0          # seconds between the central rank's signs of life to a finished worker
+STAGGER_S = 2.0            # see patience
 CHECK_EVERY = 0.05         # seconds between two looks at the workers' silence
+
+
+def patience(timeout: float, rank: int) -> float:
+    """How long worker ``rank`` waits for the central rank before ending the job: rank 1 exactly
+    ``--watchdog-timeout`` seconds, the others ``STAGGER_S`` more, so that a frozen central rank is
+    reported by one worker (whose abort ends the others meanwhile) instead of by all at once."""
+    return float(timeout) + (0.0 if rank <= 1 else STAGGER_S)
 
 
 class Watch:
     """The central rank's view of the workers (``q`` of them, ranks ``1..q``)."""
 
-    def __init__(self, comm, timeout: float):
+    def __init__(self, comm, timeout: float, report_dir=None):
         from mpi4py import MPI
         self.comm = comm
         self.q = comm.Get_size() - 1
@@ -34,6 +42,7 @@ class Watch:
         self._alive_sent = [0.0] * self.q
         self._alive = []                   # requests of the signs of life in flight
         self._checked = 0.0
+        self.report_dir = report_dir           # where a failed worker's traceback is written
 
     @property
     def running(self) -> bool:
@@ -53,8 +62,9 @@ class Watch:
             report = comm.recv(source=source, tag=TAG_ERROR)
             if report["input_error"] is not None:
                 abort_job(comm, EXIT_USAGE, f"asyos: error: worker rank {report['rank']}: {report['input_error']}")
-            abort_job(comm, EXIT_WORKER_FAILED, f"asyos: worker rank {report['rank']} failed: "
-                                                f"{report['error']}\n{report['traceback']}asyos: aborting the job")
+            where = write_traceback(self.report_dir, report["rank"], report["traceback"])
+            abort_job(comm, EXIT_WORKER_FAILED, f"asyos: worker rank {report['rank']} failed: {report['error']}; "
+                                                f"ending the job (traceback: {where})")
         if tag == TAG_FINAL:
             final = comm.recv(source=source, tag=TAG_FINAL)
             final["received_at"] = time.perf_counter()
@@ -81,6 +91,21 @@ class Watch:
                 self._alive.append(self.comm.isend(None, dest=i + 1, tag=TAG_ALIVE))
                 self._alive_sent[i] = now
         self._alive = [r for r in self._alive if not r.test()[0]]
+
+
+def write_traceback(directory, rank, text) -> str:
+    """A failed rank's traceback into ``directory`` (the run's ``--output``, else the temporary
+    directory), so the job's own message stays one line; returns the file's path."""
+    import os
+    import tempfile
+    directory = directory or tempfile.gettempdir()
+    path = os.path.join(directory, f"asyos-rank{rank}-traceback-{os.getpid()}.txt")
+    try:
+        with open(path, "w") as fh:
+            fh.write(text)
+    except OSError:
+        return "not written"
+    return path
 
 
 def wait_release(comm, rank: int, timeout: float, central_alive=None) -> None:

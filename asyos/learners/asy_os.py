@@ -101,7 +101,8 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     cores : int or None
         The cores the simulated ranks share (``None``: one each).
 
-    Extra attributes: ``staleness_`` (mean, max, p95, histogram), ``n_pushes_``, ``simulated_time_``
+    Extra attributes: ``staleness_`` (mean, max, p95, histogram), ``push_staleness_`` (node-aggregated:
+    the central node's, per node push), ``n_pushes_``, ``simulated_time_``
     and ``central_utilization_`` (with a transport), ``finish_`` (how the
     selection was reached from the workers' candidates: ``exchange``, ``cut`` or ``union``, see
     ``finish``); global budget:
@@ -184,6 +185,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         self.n_passes_ = max(w.passes_run for w in workers)
         self.n_pushes_ = central.accepted
         self.staleness_ = report.staleness
+        self.push_staleness_ = central.push_staleness
         self.selection_log_ = [row for w in workers for row in w.log.as_dicts()]
         self.fit_time_ = time.perf_counter() - start
         return self

@@ -34,6 +34,7 @@ class Central:
         self.accepted = 0
         self._hist = [0] * 16
         self.monitor = monitor
+        self.push_staleness = None
 
     def __getstate__(self):
         """``u`` is a view of the reply buffer ``u_ext``, which pickling would cut: rebuilt on load."""
@@ -86,8 +87,11 @@ class Central:
         return accepted
 
     def use_histogram(self, histogram, refused: int = 0) -> None:
-        """Staleness measured by the workers themselves (shared memory, node-aggregated: the steps
-        each step did not see), and the steps they redid (``refused``), replace the pushes'."""
+        """Staleness measured by the workers themselves (node-aggregated: the steps each step did
+        not see), and the steps they redid (``refused``), replace the pushes'; those stay in
+        ``push_staleness`` (node-aggregated: the other nodes' pushes between a node's pull and its
+        next push, the lag that aggregation adds)."""
+        self.push_staleness = self.staleness_summary()
         self._hist = [int(c) for c in histogram] or [0]
         self.refused += int(refused)
 

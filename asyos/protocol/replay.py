@@ -42,6 +42,7 @@ class Costs:
     bandwidth_bytes_per_s: float
     central_service_s: float     # central rank, per push: apply, copy the reply, send it
     read_value_s: float = 0.0    # shared memory: reading one value of one worker's row of u_C
+    shared_protocol_s: float = 0.0   # shared memory, per step: the counters, the read and write of one row
 
     def step_time(self, retained: int, pipelined: bool = True) -> float:
         return self.step_base_s + self.step_per_retained_s * retained + (self.step_protocol_s if pipelined else 0.0)
@@ -308,7 +309,7 @@ def _run_shared(sim, max_staleness, threshold):
     central, costs, workers = sim.central, sim.costs, sim.workers
     q, n = len(workers), central.n
     links = [SharedReads(w, max_staleness, threshold.budget if threshold is not None else 0) for w in workers]
-    read_cost = costs.read_value_s * q * n
+    read_cost = costs.shared_protocol_s + costs.read_value_s * (q - 1) * n     # one row is in the protocol cost
 
     def handle(t, kind, w, payload):
         link = links[w]
@@ -361,7 +362,7 @@ def _run_nodes(sim, max_staleness, threshold, n_nodes):
     remote = [0] * len(groups)
     remote_top = [np.zeros(others) if others else None for _ in groups]
     arrived = [False] * len(groups)
-    read_cost = costs.read_value_s * n * (max(len(g) for g in groups) + 1)
+    read_cost = costs.shared_protocol_s + costs.read_value_s * n * max(len(g) for g in groups)
 
     def exchange(t, k):
         """The leader of node ``k`` between two of its steps; returns when it may go on."""
