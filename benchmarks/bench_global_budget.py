@@ -16,7 +16,7 @@ largest ``q`` both modes also run with ``tau = 0`` (the same budgets without sta
 separates the loss due to the split from the loss due to staleness).
 
 Then the pipelined message protocol replayed in-process on dedicated cores
-(``asyos.distributed.projection.replay``, deterministic; costs of this machine's order) at the
+(``asyos.protocol.replay.replay``, deterministic; costs of this machine's order) at the
 largest ``q``, regression, for the global budget with ``slack`` in {1, 0.8, 0.7, 0.5, 0.3} and the
 split budget: there the workers see each other's weights one or two round trips late, and dropping
 exactly at ``theta`` (slack 1) makes the union of retained features oscillate; the table gives

@@ -1,4 +1,4 @@
-"""The discrete-event replay (``asyos.distributed.projection``) against what it must reproduce."""
+"""The discrete-event replay (``asyos.protocol.replay``) against what it must reproduce."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""Invariants of the staleness simulator (``asyos.distributed.simulator``)."""
+"""Invariants of the staleness simulator (``asyos.protocol.simulator``)."""
 import numpy as np
 import pytest
 

@@ -19,7 +19,7 @@ classification s = 32) it
    sequential OS and against q = 1 of the same transport; runs with more ranks than cores are
    marked oversubscribed;
 4. projects the message protocol (the one that spans nodes) to q = 1..64 on dedicated cores with
-   the discrete-event replay (``asyos.distributed.projection``), from costs calibrated here: the step time against the
+   the discrete-event replay (``asyos.protocol.replay``), from costs calibrated here: the step time against the
    retained size (timed in this process), message latency and bandwidth (``pingpong`` under
    ``mpiexec -n 2``), and from a separate one-worker MPI run with another seed the central rank's
    service time and the worker loop's own cost per step (for the global budget, plus its own

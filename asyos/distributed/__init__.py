@@ -1,1 +1,3 @@
-"""Asy-OS roles (``Worker``, ``Central``) and their drivers: simulator and MPI."""
+"""Asy-OS under MPI: the driver and one module per transport (messages, shared memory,
+node-aggregated), the watchdogs and the supervisor; the running averages reduced across ranks; the
+sample-stream learners as simulated data-parallel workers."""

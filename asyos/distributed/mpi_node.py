@@ -105,6 +105,7 @@ class NodeAggregatedTransport:
         exact final state (every node's last push is in). Returns the time spent serving and
         (global budget) the final threshold."""
         groups = self.groups
+        watch.watched = [g[0] - 1 for g in groups]     # a leader speaks for its node; it watches the others
         threshold = (GlobalThreshold(self.plan.threshold_rank, len(groups), self.node_cap)
                      if self.plan.keeps_threshold else None)
         busy_s = serve_pushes(self.comm, central, watch, self.backoff, groups, [self.node_cap] * len(groups),

@@ -4,7 +4,7 @@
 samples and splits it into ``q`` contiguous parts, worker ``i`` taking part ``i``). At each event one
 worker (chosen by the *schedule*) takes its next sample (its next mini-batch for SFSA/TSGD), computes
 its prediction ``u = w.x`` -- and hence its loss gradient -- at a model up to ``tau`` updates old
-(chosen by the *policy*, as in ``asyos.distributed.simulator``), and the central model applies the
+(chosen by the *policy*, as in ``asyos.protocol.simulator``), and the central model applies the
 update at once: every push is applied, none waits. Only the data term sees the stale model; the
 learner's own bookkeeping (AdaGrad's ``H``, the truncation, the regularizer, AROW's variances) acts
 on the central state, as it would on a parameter server. A worker always sees its own previous

@@ -43,6 +43,7 @@ class Watch:
         self._alive = []                   # requests of the signs of life in flight
         self._checked = 0.0
         self.report_dir = report_dir           # where a failed worker's traceback is written
+        self.watched = range(self.q)           # the workers whose silence counts (node-aggregated: the leaders)
 
     @property
     def running(self) -> bool:
@@ -81,7 +82,7 @@ class Watch:
         if now - self._checked < CHECK_EVERY:
             return
         self._checked = now
-        silent = [i + 1 for i in range(self.q) if self.finals[i] is None and now - self.last_seen[i] > self.timeout]
+        silent = [i + 1 for i in self.watched if self.finals[i] is None and now - self.last_seen[i] > self.timeout]
         if silent:
             abort_job(self.comm, EXIT_WORKER_LOST,
                       f"asyos: worker rank(s) {silent} sent nothing for more than {self.timeout:g} s "

@@ -65,7 +65,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     max_staleness : int or None
         Bound ``tau``; ``None`` means ``n_workers`` (the paper's simulation).
     policy : {"max", "uniform", "fresh"}
-        Which snapshot a worker reads within the bound (see ``asyos.distributed.simulator``).
+        Which snapshot a worker reads within the bound (see ``asyos.protocol.simulator``).
     schedule : {"round-robin", "random"}
     sharding : {"contiguous", "strided", "hashed"} or None
         ``None``: strided for exchange, contiguous for kdd16 (``data.sharding.default_sharding``).
@@ -81,7 +81,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     cap : int or None
     slack : float in (0, 1] or None
         Global budget: the hysteresis that keeps the workers' delayed drops from oscillating
-        (default 0.5; see ``asyos.distributed.roles.GlobalThreshold``).
+        (default 0.5; see ``asyos.protocol.threshold.GlobalThreshold``).
     decrease_check : bool
         Alg. 3 omits it; on by default (as in OS), evaluated at the worker's snapshot.
     transport : {None, "shared-memory", "messages", "node-aggregated"}

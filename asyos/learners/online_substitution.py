@@ -4,7 +4,7 @@ Features arrive one at a time, in passes over the columns; at most ``budget`` ar
 ``O(n * budget)``). Each arrival is one step of ``SubstitutionState`` (see
 ``asyos.learners.substitution`` for the update rules and their equation numbers), taken by one
 ``Worker`` that owns every column and whose gradient point is its own ``u = X_S w_S + b``: the
-in-process loopback of the Asy-OS roles, so sequential OS and Asy-OS share one code path.
+in-process loopback of the Asy-OS protocol (``asyos.protocol.loopback``), so sequential OS and Asy-OS share one code path.
 
 Two variants. ``"kdd16"`` is Alg. 1 literally: no intercept, the columns as given, the features
 in file order, KDD'16's step and substitution rule, a fixed number of passes. ``"exchange"`` (the

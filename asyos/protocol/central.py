@@ -49,7 +49,7 @@ class Central:
 
         Staleness counts the updates of *other* workers that the push's steps did not see:
         ``version - version_read``, less the worker's own pushes that were in flight when it
-        stepped (its view held them; see the pipelined worker in ``driver.py``)."""
+        stepped (its view held them; see ``links.Pipelined``)."""
         staleness = self.version - int(version_read) - int(own_unseen)
         if staleness < 0:
             raise ValueError(f"push read version {version_read} but the central is at {self.version}")

@@ -13,9 +13,9 @@ import time
 mode, target, after = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 my_rank = int(os.environ.get("PMI_RANK", "-1"))
 
-from asyos.protocol import worker as roles  # noqa: E402
+from asyos.protocol import worker  # noqa: E402
 
-original_propose = roles.Worker.propose
+original_propose = worker.Worker.propose
 calls = 0
 
 
@@ -38,7 +38,7 @@ def failing_propose(self, u, version=0, *others_top):
     return original_propose(self, u, version, *others_top)
 
 
-roles.Worker.propose = failing_propose
+worker.Worker.propose = failing_propose
 
 from asyos.run import main  # noqa: E402
 

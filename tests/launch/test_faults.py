@@ -26,6 +26,7 @@ AFTER_S = "4"                    # set-up takes about 2 s of it; the asynchronou
     ("shared-memory", "exit0", 0, "rank 0 exited with status 0 before the run finished"),
     ("messages", "raise", 0, "rank 0 failed: RuntimeError: injected failure"),
     ("node-aggregated", "freeze", 3, "worker rank(s) [3]"),   # not its node's leader: the leader watches it
+    ("node-aggregated", "freeze", 1, "worker rank(s) [1] sent nothing"),   # a leader: the central rank does
     ("shared-memory", "exit0", 2, "rank 2"),
 ])
 def test_a_rank_that_fails_ends_the_job_within_10_s(transport, mode, rank, named):
