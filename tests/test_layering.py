@@ -172,6 +172,30 @@ def test_library_does_not_import_the_cli():
     assert not offenders, f"library modules import the CLI module {CLI}: {', '.join(offenders)}"
 
 
+def _external_imports(path: str) -> set[str]:
+    """Top-level names of the packages outside ``asyos`` that a file imports."""
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read(), filename=path)
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.split(".")[0])
+    return names - {PACKAGE}
+
+
+def test_the_protocol_core_does_no_io():
+    """``asyos.protocol`` is plain objects and in-process schedulers: no MPI, nothing of
+    ``asyos.distributed`` (which drives it across processes)."""
+    modules = module_files()
+    offenders = sorted(f"{m} -> {d}" for m in modules if m.startswith("asyos.protocol")
+                       for d in GRAPH[m] if d.startswith("asyos.distributed"))
+    offenders += sorted(f"{m} -> mpi4py" for m, path in modules.items() if m.startswith("asyos.protocol")
+                        and "mpi4py" in _external_imports(path))
+    assert not offenders, "the protocol core reaches out:\n  " + "\n  ".join(offenders)
+
+
 def test_learners_do_not_import_distributed():
     offenders = sorted(f"{m} -> {d}" for m, deps in GRAPH.items() if m.startswith("asyos.learners")
                        for d in deps if d == "asyos.distributed" or d.startswith("asyos.distributed."))
