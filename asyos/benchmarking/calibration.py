@@ -45,9 +45,11 @@ def measure_costs(n_features: int = 2000, n_informative: int = 100) -> dict:
     """The simulator's costs (``asyos.protocol.replay.Costs`` fields) on this machine, measured
     now on a KDD'16 regression problem (default: the embedded default's size):
     a worker step against its retained size (``speedup.step_times``), one-way message times
-    (``pingpong`` under ``mpiexec -n 2``), the central rank's service time per push and the loops'
-    own costs per step (one-worker runs of the messages and shared-memory transports, seed 1000:
-    their time beyond the worker's compute), reading ``u_C`` from shared rows."""
+    (``pingpong`` under ``mpiexec -n 2``), the central rank's service time per push, the loops' own
+    costs per step (one-worker runs of pipelined messages without a batch limit and of shared
+    memory, seed 1000: their time beyond the worker's compute), how late a worker waiting in its
+    back-off sees a reply (a one-worker each-step run: its time per step beyond the compute, the
+    messages and the service), reading ``u_C`` from shared rows."""
     data = SyntheticSource("regression", n_features=n_features, n_informative=n_informative, seed=1).load(
         with_test=False)
     problem_args = ["--n-features", str(n_features), "--n-informative", str(n_informative)]
@@ -58,7 +60,8 @@ def measure_costs(n_features: int = 2000, n_informative: int = 100) -> dict:
                           str(n)], capture_output=True, text=True, timeout=300, check=True)
     ping = json.loads(out.stdout.strip().splitlines()[-1])
     t_small, t_n = ping["one_way_s"]["1"], ping["one_way_s"][str(n)]
-    record, _ = run_asyos([*problem_args, "--seed", "1000", "--transport", "messages"], ranks=2)
+    # pipelined without a batch limit never waits: its time beyond the compute is the loop's own
+    record, _ = run_asyos([*problem_args, "--seed", "1000", "--transport", "messages", "--max-batch", "0"], ranks=2)
     worker = record["workers"][0]
     rows, out_row = np.zeros((12, n)), np.empty(n)
     t0 = time.perf_counter()
@@ -71,9 +74,17 @@ def measure_costs(n_features: int = 2000, n_informative: int = 100) -> dict:
     shared, _ = run_asyos([*problem_args, "--seed", "1000", "--transport", "shared-memory"], ranks=2)
     worker_s = shared["workers"][0]
     shared_protocol = max(0.0, (shared["timing"]["async_s"] - worker_s["compute_s"]) / worker_s["steps"])
+    # each-step waits for every reply: what it loses beyond the messages and the service is the
+    # delay of noticing the reply in its back-off sleep
+    each, _ = run_asyos([*problem_args, "--seed", "1000", "--push-mode", "each-step"], ranks=2)
+    worker_e = each["workers"][0]
+    service = each["central"]["service_us"] * 1e-6
+    transfer = t_n
+    gap = (each["timing"]["async_s"] - worker_e["compute_s"]) / (worker_e["steps"] + worker_e["refused"])
+    wait = max(0.0, gap - push_send - 2 * transfer - service)
     costs = {"step_base_s": float(max(base, 0.0)), "step_per_retained_s": float(max(slope, 0.0)),
              "step_protocol_s": protocol, "push_send_s": push_send, "latency_s": t_small,
              "bandwidth_bytes_per_s": 8.0 * (n - 1) / max(t_n - t_small, 1e-9),
              "central_service_s": record["central"]["service_us"] * 1e-6, "read_value_s": read_value,
-             "shared_protocol_s": shared_protocol}
+             "shared_protocol_s": shared_protocol, "wait_s": wait}
     return costs

@@ -56,7 +56,7 @@ from ..trace import ObjectiveTrace
 from .mpi_messages import MessagesTransport
 from .mpi_node import NodeAggregatedTransport
 from .mpi_shared import SharedMemoryTransport, ranks_share_one_node
-from .supervisor import note_segments, shared_memory_segments
+from .supervisor import note_segments, shared_memory_segments, unlink_segments
 from .transport import Backoff, Deadline, abort_job, ranks_oversubscribe_cores, wait_all, wait_object
 from .watch import Watch, end_run, patience, release_workers, wait_release
 
@@ -97,6 +97,7 @@ def run_asy_os(config, comm):
     if not spec.runs_on_mpi:
         raise InputError(f"algorithm {config.algorithm!r} does not run under mpiexec; run it without mpiexec")
     oversubscribed = ranks_oversubscribe_cores(comm)
+    note_segments(shared_memory_segments())     # the supervisor unlinks them should this rank die in set-up
 
     backoff = Backoff(spin_seconds=0.0 if oversubscribed else 100e-6)
     setup, error = {}, None
@@ -116,9 +117,11 @@ def run_asy_os(config, comm):
     if everyone[:, 0].any():
         raise InputError(next(e for e in comm.allgather(error) if e))
     lipschitz = float(everyone[:, 1].max())
+    # every rank is past MPI_Init, so every rank of the node has mapped MPICH's segment: unlinked
+    # now, it is freed however the job ends (only a clean MPI_Finalize would unlink it otherwise)
+    unlink_segments(shared_memory_segments())
     name = resolve_transport(config, comm)
     transport = TRANSPORTS[name](comm, setup["plan"], config, setup["problem"].n_samples, backoff)
-    note_segments(shared_memory_segments())     # the supervisor unlinks them if this rank dies
     with np.errstate(over="ignore", invalid="ignore"):   # divergence is reported by the kernel
         if rank == 0:
             return _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscribed, transport)

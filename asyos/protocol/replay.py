@@ -43,6 +43,7 @@ class Costs:
     central_service_s: float     # central rank, per push: apply, copy the reply, send it
     read_value_s: float = 0.0    # shared memory: reading one value of one worker's row of u_C
     shared_protocol_s: float = 0.0   # shared memory, per step: the counters, the read and write of one row
+    wait_s: float = 0.0          # messages: how long after its arrival a worker waiting in back-off sees a reply
 
     def step_time(self, retained: int, pipelined: bool = True) -> float:
         return self.step_base_s + self.step_per_retained_s * retained + (self.step_protocol_s if pipelined else 0.0)
@@ -55,14 +56,16 @@ class Costs:
 
 
 # What the default problem's steps and messages cost on the development machine (2 cores), measured
-# with ``mpiexec -n 2 python -m asyos.benchmarking.pingpong 1 1316`` (one-way 1.2 us, 3.6 us for
-# n = 1316; posting a push 1.1 us), ``asyos.benchmarking.speedup.step_times`` on the default
-# problem (19.6 us + 0.33 us per retained feature) and ``mpiexec -n 2 python -m asyos.run
-# --transport messages --seed 1`` (central service 27 us per push; the pipelined loop's own cost
-# per step, 42 us, as ``speedup.calibrate_costs`` derives it). ``benchmarks/bench_simulator_mpi.py``
-# measures them again in its own run; these are the simulator's defaults.
-DEFAULT_COSTS = Costs(step_base_s=19.6e-6, step_per_retained_s=0.33e-6, step_protocol_s=42e-6, push_send_s=1.5e-6,
-                      latency_s=1.2e-6, bandwidth_bytes_per_s=4.3e9, central_service_s=27e-6, read_value_s=0.41e-9)
+# by ``asyos.benchmarking.calibration.measure_costs()`` (the calibration of
+# ``benchmarks/bench_simulator_mpi.py``, on an otherwise idle machine): a step 20.0 us + 0.31 us per
+# retained feature; one-way messages 1.2 us (n = 1), 3.7 us (n = 1316); posting a push 1.1 us; the
+# central rank's service 7.8 us per push; the pipelined loop's own cost 5.7 us and the shared-memory
+# loop's 3.5 us per step; a worker waiting for a reply sees it 53 us late on average (its back-off
+# sleep). Reading one value of a shared row (0.4 ns) is timed with numpy. These are the simulator's
+# defaults; that benchmark measures them again in its own run.
+DEFAULT_COSTS = Costs(step_base_s=20.0e-6, step_per_retained_s=0.31e-6, step_protocol_s=5.7e-6, push_send_s=1.1e-6,
+                      latency_s=1.2e-6, bandwidth_bytes_per_s=4.2e9, central_service_s=7.8e-6, read_value_s=0.41e-9,
+                      shared_protocol_s=3.5e-6, wait_s=53e-6)
 
 
 # The spread of a step's time around its cost (standard deviation of its logarithm), measured with
@@ -137,6 +140,7 @@ class SimulatedClock:
 
 
 MODES = ("pipelined", "each-step", "shared-memory", "node-aggregated")
+RUNNING, BLOCKED, FINISHED = 0, 1, 2
 SHARED_POLL_S = 1e-3           # a node leader done with its passes looks at its node this often
 
 
@@ -179,7 +183,8 @@ class _Simulation:
         self.queue = []                                     # pushes waiting at the central node
         self.central_free_at = 0.0
         self.busy = 0.0
-        self.working = len(workers)                         # workers not finished: runnable ranks
+        self.state = [RUNNING] * len(workers)              # RUNNING, BLOCKED (on a reply), FINISHED
+        self.working = len(workers)                         # runnable workers
         clock.now = 0.0
 
     def schedule(self, t, kind, who, payload=None):
@@ -193,6 +198,18 @@ class _Simulation:
 
     def runnable(self, central_busy=False) -> int:
         return self.working + (1 if central_busy else 0)
+
+    def set_state(self, w, state):
+        """Worker ``w`` runs, waits for a reply (asleep in its back-off: it leaves the cores to the
+        others) or has finished."""
+        if (self.state[w] == RUNNING) != (state == RUNNING):
+            self.working += 1 if state == RUNNING else -1
+        self.state[w] = state
+
+    def noticed(self, t) -> float:
+        """When a worker asleep in its back-off notices a reply that arrived at ``t``: uniformly
+        within twice the measured mean delay ``Costs.wait_s``."""
+        return t + 2.0 * self.costs.wait_s * float(self.cpu.rng.random())
 
     def work(self, rank, t, cost, central_busy=False) -> float:
         """When ``cost`` seconds of work begun at ``t`` by ``rank`` (0: central) end."""
@@ -244,7 +261,9 @@ def _run_messages(sim, mode, max_batch, threshold):
             arrived[w] = True
             if waiting[w]:
                 waiting[w] = False
-                sim.schedule(t, "free", w)
+                if sim.state[w] == BLOCKED:
+                    sim.set_state(w, RUNNING)
+                sim.schedule(sim.noticed(t), "free", w)
         elif mode == "pipelined":
             _pipelined_turn(sim, t, w, links[w], arrived, waiting, send)
         else:
@@ -264,6 +283,8 @@ def _pipelined_turn(sim, t, w, link, arrived, waiting, send):
         t = send(t, w, message)
     if link.must_wait:
         waiting[w] = True                          # woken by the reply
+        if sim.state[w] == RUNNING:
+            sim.set_state(w, BLOCKED)
         return
     if link.finished:
         return
@@ -271,7 +292,7 @@ def _pipelined_turn(sim, t, w, link, arrived, waiting, send):
     if link.step():
         sim.schedule(sim.work(w + 1, t, sim.costs.step_time(retained, pipelined=True)), "free", w)
     else:
-        sim.working -= 1
+        sim.set_state(w, FINISHED)
         sim.schedule(t, "free", w)                 # the last push still goes
 
 
@@ -282,11 +303,12 @@ def _each_step_turn(sim, t, w, link, arrived, waiting, send):
     retained = link.worker.state.size
     message = link.step()
     if message is None:
-        sim.working -= 1
+        sim.set_state(w, FINISHED)
         return
     t = sim.work(w + 1, t, sim.costs.step_time(retained, pipelined=False))
     send(t, w, message)
     waiting[w] = True
+    sim.set_state(w, BLOCKED)
 
 
 def _others_top(workers, members, me, remote_top, size, cap):
@@ -327,7 +349,7 @@ def _run_shared(sim, max_staleness, threshold):
             threshold.others_top(w, out=link.others_top)
         retained = link.worker.state.size
         if link.step(seen) is None:
-            sim.working -= 1
+            sim.set_state(w, FINISHED)
             return
         sim.schedule(sim.work(w + 1, t, read_cost + costs.step_time(retained, pipelined=False)), "commit", w, seen)
 
@@ -423,7 +445,7 @@ def _run_nodes(sim, max_staleness, threshold, n_nodes):
             link.others_top[:] = _others_top(workers, groups[k], w, remote_top[k], others, cap)
         retained = link.worker.state.size
         if link.step(seen) is None:
-            sim.working -= 1
+            sim.set_state(w, FINISHED)
             done[k] += 1
             if leader:
                 sim.schedule(t, "drain", w)
