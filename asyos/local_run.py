@@ -96,6 +96,7 @@ def run_local(config) -> int:
                          push_mode=estimator.push_mode if transport == "messages" else None,
                          nodes=estimator.nodes, cores=estimator.cores, refused_pushes=estimator.refused_,
                          simulated_time_s=estimator.simulated_time_, push_staleness=estimator.push_staleness_,
+                         pushes_per_s=pushes / estimator.simulated_time_ if estimator.simulated_time_ else None,
                          central_utilization=estimator.central_utilization_)
         if not stream:
             extra["budget_mode"] = estimator.budget_mode

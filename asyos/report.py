@@ -63,7 +63,10 @@ def format_summary(record: dict) -> str:
         par = (f"  {record['n_workers']} workers; staleness mean {st['mean']:.2f}, p95 {st['p95']}, "
                f"max {st['max']}; refused pushes {record.get('refused_pushes', 0)}")
         if record.get("pushes_per_s") is not None:
-            par += f"; {record['pushes_per_s']:.0f} {'simulated ' if record['mode'] == 'simulated' else ''}pushes/s"
+            if record.get("simulated_time_s"):            # the engine simulated: its own clock
+                par += f"; {record['pushes_per_s']:.0f} pushes/s of simulated time ({record['simulated_time_s']:.3f} s)"
+            else:
+                par += f"; {record['pushes_per_s']:.0f} {'simulated ' if record['mode'] == 'simulated' else ''}pushes/s"
         lines.append(par)
         if record.get("budget_mode") == "split":
             lines.append("  budget split: s/q per worker")
