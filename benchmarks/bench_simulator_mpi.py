@@ -70,7 +70,7 @@ def main():
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     costs = measure_costs(*profile["size"])
     problem = ["--n-features", str(profile["size"][0]), "--n-informative", str(profile["size"][1])]
-    quantum = measure_quantum(cores)
+    quantum = costs["quantum_s"] = measure_quantum(cores)
     run.unit({"part": "calibration", "cores": cores, "quantum_s": quantum, **costs})
     costs_file = os.path.join(tempfile.mkdtemp(prefix="asyos-costs-"), "costs.json")
     with open(costs_file, "w") as fh:

@@ -158,8 +158,10 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         else:
             if mode in ("pipelined", "each-step"):      # the central node refuses; else the workers do
                 central.max_staleness = self.max_staleness
-            report = replay(workers, central, self._costs(), SimulatedClock(), mode, self.max_batch, threshold,
-                            machine=Machine(cores=self.cores, jitter=DEFAULT_JITTER), seed=self.random_state,
+            costs = self._costs()
+            machine = Machine(cores=self.cores, quantum_s=costs.quantum_s, jitter=DEFAULT_JITTER)
+            report = replay(workers, central, costs, SimulatedClock(), mode, self.max_batch, threshold,
+                            machine=machine, seed=self.random_state,
                             max_staleness=self.max_staleness, nodes=self.nodes)
             self.simulated_time_ = report.time_s
             self.central_utilization_ = report.central_utilization

@@ -44,6 +44,7 @@ class Costs:
     read_value_s: float = 0.0    # shared memory: reading one value of one worker's row of u_C
     shared_protocol_s: float = 0.0   # shared memory, per step: the counters, the read and write of one row
     wait_s: float = 0.0          # messages: how long after its arrival a worker waiting in back-off sees a reply
+    quantum_s: float = 1e-3      # the scheduler's turn when more ranks are runnable than cores (Machine)
 
     def step_time(self, retained: int, pipelined: bool = True) -> float:
         return self.step_base_s + self.step_per_retained_s * retained + (self.step_protocol_s if pipelined else 0.0)
@@ -61,11 +62,12 @@ class Costs:
 # retained feature; one-way messages 1.2 us (n = 1), 3.7 us (n = 1316); posting a push 1.1 us; the
 # central rank's service 7.8 us per push; the pipelined loop's own cost 5.7 us and the shared-memory
 # loop's 3.5 us per step; a worker waiting for a reply sees it 53 us late on average (its back-off
-# sleep). Reading one value of a shared row (0.4 ns) is timed with numpy. These are the simulator's
-# defaults; that benchmark measures them again in its own run.
+# sleep); the scheduler's turn when more processes spin than there are cores, 4.0 ms
+# (``calibration.measure_quantum``). Reading one value of a shared row (0.4 ns) is timed with numpy.
+# These are the simulator's defaults; that benchmark measures them again in its own run.
 DEFAULT_COSTS = Costs(step_base_s=20.0e-6, step_per_retained_s=0.31e-6, step_protocol_s=5.7e-6, push_send_s=1.1e-6,
                       latency_s=1.2e-6, bandwidth_bytes_per_s=4.2e9, central_service_s=7.8e-6, read_value_s=0.41e-9,
-                      shared_protocol_s=3.5e-6, wait_s=53e-6)
+                      shared_protocol_s=3.5e-6, wait_s=53e-6, quantum_s=4.0e-3)
 
 
 # The spread of a step's time around its cost (standard deviation of its logarithm), measured with
