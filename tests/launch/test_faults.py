@@ -38,7 +38,9 @@ def test_a_rank_that_fails_ends_the_job_within_10_s(transport, mode, rank, named
     assert injected, err                                        # the run was still going at AFTER_S
     assert rc != 0, err
     assert ended - float(injected.group(1)) < 10, err
-    assert named in err, err
+    # the line names the rank; a slow machine may still be loading at AFTER_S, when the supervisor
+    # or the rank itself names it in its own words
+    assert named in err or re.search(rf"rank(\(s\))? \[?{rank}\b", err), err
     lines = [line for line in err.splitlines() if not line.startswith("inject_fault:")]
     assert 1 <= len(lines) <= 2 and "Traceback" not in err, err  # the rank's line (and its supervisor's)
 
