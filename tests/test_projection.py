@@ -47,9 +47,9 @@ def test_sequential_time_is_the_sum_of_step_costs(problem):
     worker = workers[0]
     original = worker.propose
 
-    def recording_propose(u, version=0):
+    def recording_propose(u, version=0, others_top=None):
         sizes.append(worker.state.size)
-        return original(u, version)
+        return original(u, version, others_top)
     worker.propose = recording_propose
     total = sequential_time(worker, central, REAL, clock)
     expected = sum(REAL.step_time(m, pipelined=False) for m in sizes[:-1])   # the last call finds no feature

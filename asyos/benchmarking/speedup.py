@@ -306,7 +306,7 @@ def timed_full_steps(data, loss, budget, count, others_top=None):
     worker, central = workers[0], Central(data.n_samples)
     if others_top is not None:
         propose = worker.propose
-        worker.propose = lambda u, version=0: propose(u, version, others_top)
+        worker.propose = lambda u, version=0, _others=None: propose(u, version, others_top)
     times = []
     last = [time.perf_counter(), False]      # the previous step's mark, and whether it began full
 

@@ -127,23 +127,22 @@ class SharedState:
         return out
 
     def _read_base(self, out) -> int:
-        """The newest complete ``base`` (retried if the leader overwrote it during the copy)."""
-        sequence = memoryview(self.sequence)
-        while True:
-            k = sequence[0]
-            np.copyto(out, self.base[k % 2])
-            remote = int(self.remote_steps[k % 2, 0])
-            if sequence[0] - k < 2:       # the buffer read was not rewritten meanwhile
-                return remote
+        """The newest complete ``base`` into ``out``; returns the remote steps it holds."""
+        return self._stable(lambda k: (np.copyto(out, self.base[k]), int(self.remote_steps[k, 0]))[1])
 
     def read_remote_top(self, out) -> None:
         """The other nodes' top ``|w|`` as of the newest ``base``."""
+        self._stable(lambda k: np.copyto(out, self.remote_top[k]))
+
+    def _stable(self, copy):
+        """``copy(k)`` of buffer ``k`` of the newest ``base``, retried if the leader rewrote that
+        buffer meanwhile (it writes the other one, then moves ``sequence`` on)."""
         sequence = memoryview(self.sequence)
         while True:
             k = sequence[0]
-            np.copyto(out, self.remote_top[k % 2])
+            value = copy(k % 2)
             if sequence[0] - k < 2:
-                return
+                return value
 
     def latest_remote_steps(self) -> int:
         return int(self.remote_steps[int(self.sequence[0]) % 2, 0])

@@ -40,10 +40,7 @@ class EachStep:
     def step(self):
         """The next push message, or ``None`` when the worker's passes are done."""
         worker = self.worker
-        if self.others_top is None:
-            push = worker.propose(self.u, self.version)
-        else:
-            push = worker.propose(self.u, self.version, self.others_top)
+        push = worker.propose(self.u, self.version, self.others_top)
         if push is None:
             return None
         if self.others_top is not None:
@@ -140,10 +137,7 @@ class Pipelined:
         if self.finished:
             return False
         worker = self.worker
-        if self.others_top is None:
-            push = worker.propose(self.view, self.version)
-        else:
-            push = worker.propose(self.view, self.version, self.others_top)
+        push = worker.propose(self.view, self.version, self.others_top)
         if push is None:
             self.finished = True
             return False
@@ -185,10 +179,7 @@ class SharedReads:
         """The step at ``view`` (read after ``seen`` of the others' steps had finished): its push,
         or ``None`` when the passes are done."""
         self._seen = int(seen)
-        worker = self.worker
-        if self.others_top is None:
-            return worker.propose(self.view, self._seen)
-        return worker.propose(self.view, self._seen, self.others_top)
+        return self.worker.propose(self.view, self._seen, self.others_top)
 
     def settle(self, started: int) -> bool:
         """Commit (True: the scheduler writes the push's ``delta``) or refuse the step."""

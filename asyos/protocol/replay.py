@@ -313,17 +313,16 @@ def _each_step_turn(sim, t, w, link, arrived, waiting, send):
     sim.set_state(w, BLOCKED)
 
 
-def _others_top(workers, members, me, remote_top, size, cap):
-    """The global budget's pull on shared memory: the top ``size`` ``|w|`` of the other workers of
-    ``members`` (and the other nodes' top, ``remote_top``)."""
-    rows = len(members) + (1 if remote_top is not None else 0)
-    width = max(cap, size)
-    keeper = GlobalThreshold(size, rows, width)
+def _others_top(keeper, workers, members, me, remote_top):
+    """The global budget's pull within a node: the top ``|w|`` of the node's other workers and of
+    the other nodes (``remote_top``), from ``keeper`` (a ``GlobalThreshold`` with a row per member
+    and one for the other nodes)."""
+    pool = keeper.pool
+    pool.fill(0.0)
     for k, w in enumerate(members):
         state = workers[w].state
-        keeper.pool[k, :state.size] = np.abs(state.w[:state.size])
-    if remote_top is not None:
-        keeper.pool[len(members), :size] = remote_top
+        np.abs(state.w[:state.size], out=pool[k, :state.size])
+    pool[len(members), :remote_top.size] = remote_top
     return keeper.others_top(members.index(me))
 
 
@@ -386,6 +385,7 @@ def _run_nodes(sim, max_staleness, threshold, n_nodes):
     remote = [0] * len(groups)
     remote_top = [np.zeros(others) if others else None for _ in groups]
     arrived = [False] * len(groups)
+    keepers = [GlobalThreshold(others, len(g) + 1, max(cap, others)) for g in groups] if others else None
     read_cost = costs.shared_protocol_s + costs.read_value_s * n * max(len(g) for g in groups)
 
     def exchange(t, k):
@@ -444,7 +444,7 @@ def _run_nodes(sim, max_staleness, threshold, n_nodes):
         np.add(base[k], rows[k], out=link.view)
         seen = steps[k] - link.own + remote[k]
         if threshold is not None:
-            link.others_top[:] = _others_top(workers, groups[k], w, remote_top[k], others, cap)
+            link.others_top[:] = _others_top(keepers[k], workers, groups[k], w, remote_top[k])
         retained = link.worker.state.size
         if link.step(seen) is None:
             sim.set_state(w, FINISHED)

@@ -153,11 +153,11 @@ def test_shared_state_counts_a_write_in_progress_as_unseen():
 
     original = worker.propose
 
-    def propose(u, version=0):
+    def propose(u, version=0, others_top=None):
         if state.refused[0] == 1 and state.steps[1] == 0:   # finish it during the redo's step
             state.steps[1] += 1
             events.append(("finished", int(state.refused[0])))
-        return original(u, version)
+        return original(u, version, others_top)
 
     worker.propose = propose
     try:
