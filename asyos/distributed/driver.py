@@ -219,6 +219,7 @@ def _final(worker, data, compute_s, histogram) -> dict:
         "test_columns": (columns_dense(data.X_test, local).T.copy() if data.has_test else None),
         "steps": worker.steps,
         "proposals": worker.proposals,
+        "refused": worker.refused,
         "n_features": shard.n_local,
         "budget": worker.state.budget,
         "compute_s": compute_s,
@@ -314,7 +315,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
     wall_s = time.perf_counter() - t_start
     staleness = central.staleness_summary()
     workers = [{"rank": f["worker"] + 1, "n_features": f["n_features"], "budget": f["budget"], "steps": f["steps"],
-                "refused": f["proposals"] - f["steps"], "compute_s": f["compute_s"],
+                "refused": f["refused"], "compute_s": f["compute_s"],
                 "finished_s": f["finished_s"]} for f in finals]
     extra = dict(
         n_workers=len(finals),

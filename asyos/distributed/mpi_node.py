@@ -114,7 +114,7 @@ class NodeAggregatedTransport:
         merged = np.zeros(max(h.size for h in histograms), dtype=np.int64)
         for h in histograms:
             merged[:h.size] += h
-        central.use_histogram(merged, refused=sum(f["proposals"] - f["steps"] for f in watch.finals))
+        central.use_histogram(merged, refused=sum(f["refused"] for f in watch.finals))
         theta = None if threshold is None else {"value": threshold.value, "age": threshold.age}
         return busy_s, theta
 

@@ -110,6 +110,7 @@ class Worker:
         self._cursor_before = None
         self.steps = 0                 # committed steps
         self.proposals = 0             # including refused ones
+        self.refused = 0               # proposals discarded (refused by the central node or the bound)
         self.log = SelectionLog(worker_id) if log_selection else None
         # global budget: features dropped below the central threshold, their -x_k w_k summed here
         # until a push carries it to the central node
@@ -338,6 +339,7 @@ class Worker:
     def discard(self):
         """The push was refused: forget the step and offer the same feature again (features
         dropped stay dropped; their ``Delta u`` stays in ``carry`` for the next push)."""
+        self.refused += 1
         if self._current is not None:
             self.state.discard()
         self._intercept_step = 0.0
