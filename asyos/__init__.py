@@ -14,41 +14,27 @@ from . import _env  # noqa: F401  (must run before numpy is imported)
 __version__ = "0.1.0"
 
 _PUBLIC = {
-    "InputError": ".errors",
-    "OnlineSubstitution": ".learners.online_substitution",
-    "AsyncOnlineSubstitution": ".learners.asy_os",
-    "ProjectedGradient": ".learners.baselines",
-    "LassoToBudget": ".learners.baselines",
-    "BudgetedARDA": ".learners.budgeted",
-    "BudgetedAMD": ".learners.budgeted",
-    "OFS": ".learners.ofs",
-    "SOFS": ".learners.ofs",
-    "L1ARDA": ".learners.l1",
-    "AdaFOBOS": ".learners.l1",
-    "OPG": ".learners.l1",
-    "RDA": ".learners.l1",
-    "SFSA": ".learners.sfsa",
-    "TSGD": ".learners.sfsa",
-    "AsyncSampleStream": ".distributed.stream_simulator",
-    "RunningAverages": ".stats",
-    "OLSThreshold": ".learners.running_averages",
-    "OFSA": ".learners.running_averages",
-    "OLasso": ".learners.running_averages",
-    "OElasticNet": ".learners.running_averages",
-    "OMCP": ".learners.running_averages",
-    "DFLS": ".learners.dfls",
-    "make_regression": ".data.synthetic",
-    "make_classification": ".data.synthetic",
-    "load_dataset": ".data.io",
+    "InputError": "asyos.errors",
+    "make_regression": "asyos.data.synthetic",
+    "make_classification": "asyos.data.synthetic",
+    "load_dataset": "asyos.data.io",
 }
 
+
+def _estimators():
+    """The families' public classes (``asyos.registry``: each family lists its algorithms)."""
+    from .registry import public_names
+    return public_names()
+
+
+_PUBLIC.update(_estimators())
 __all__ = sorted(_PUBLIC)
 
 
 def __getattr__(name):
     if name in _PUBLIC:
         import importlib
-        return getattr(importlib.import_module(_PUBLIC[name], __name__), name)
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module 'asyos' has no attribute {name!r}")
 
 

@@ -117,7 +117,7 @@ class RunConfig:
 
     def substitution_options(self):
         """The OS workers' settings (``SubstitutionOptions``), as every scheduler builds them."""
-        from .learners.online_substitution import SubstitutionOptions
+        from .learners.substitution.online_substitution import SubstitutionOptions
         decrease_constant = None if self.decrease_constant is None else float(self.decrease_constant)
         return SubstitutionOptions(passes=self.feature_passes, step_size=self.step_size,
                                    step_divisor=self.step_divisor, decrease_check=self.decrease_check,
@@ -203,7 +203,7 @@ class RunConfig:
         _require(self.step_divisor >= 1, f"--step-divisor (the paper's m) must be >= 1; got {self.step_divisor}")
         _require(self.decrease_constant is None or 0 <= self.decrease_constant <= 1,
                  f"--decrease-constant (the paper's c) must be in [0, 1]; got {self.decrease_constant}")
-        from .learners.substitution import VARIANTS
+        from .learners.substitution.substitution import VARIANTS
         _require(self.variant in VARIANTS, f"unknown --variant {self.variant!r}; choose one of: {', '.join(VARIANTS)}")
         _require(self.decrease_constant is None or self.variant == "kdd16",
                  "--decrease-constant is KDD'16's c (--variant kdd16); the exchange variant keeps a substitution "

@@ -50,7 +50,7 @@ def run_local(config) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         if config.tune:
-            from .learners.tuning import grid_search
+            from .learners.stream.tuning import grid_search
             estimator, table = grid_search(estimator, data.X, data.y)
             extra.update(tuned_params=estimator.tuned_params_, tuning=table)
             if not config.quiet:

@@ -80,8 +80,8 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--decrease-constant", type=float, help="--variant kdd16: the paper's c in [0, 1] (default 1)")
     _bool_flag(g, "refit", "refit on the selected features before evaluation (default on; --no-refit)")
     g.add_argument("--seed", type=int, help="seed of data generation and of every random choice (default 0)")
-    g = p.add_argument_group("sample-stream learners (b-arda, b-amd, ofs, sofs, l1-arda, ada-fobos, opg, rda, "
-                             "sfsa, tsgd)")
+    from .registry import algorithms_of
+    g = p.add_argument_group(f"sample-stream learners ({', '.join(s.name for s in algorithms_of('stream'))})")
     g.add_argument("--param", dest="params", help="the learner's parameters, name=value[,name=value...] "
                                                   "(e.g. eta=0.01,lam=1e-4; see --list-algorithms and the "
                                                   "class docstrings)")

@@ -98,7 +98,7 @@ def _rmse(model, X, y) -> float:
 
 
 def run_dfls(config) -> int:
-    from .learners.dfls import DFLS
+    from .learners.path.dfls import DFLS
     from .results import environment, prepare_output_dir, write_json_atomic
 
     t0 = time.perf_counter()

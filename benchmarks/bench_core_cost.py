@@ -3,7 +3,7 @@
 At ``n`` = 1000 and ``s`` = 64 (the KDD'16 MPI setting) a step must compute ``X_S^T g`` and
 ``X_S dw``: two matrix-vector products with a 64 x 1000 block, the *BLAS floor*. In one process this
 measures the floor, sequential OS per feature (p = 4096, 2 passes; the goal is <= 2x the floor) with
-the numpy step (the reference) and with the compiled step (``asyos/learners/kernels.py``), and a
+the numpy step (the reference) and with the compiled step (``asyos/learners/substitution/kernels.py``), and a
 breakdown of the numpy step, for KDD'16's step; then the exchange variant's step (numpy and
 compiled) at the same sizes. Times are the best of several repeats, for the floor and for OS alike (the
 machine's noise only ever adds time); the floor and the OS runs are measured interleaved. The
@@ -29,7 +29,7 @@ from asyos.benchmarking.common import Run, choose_profile, parser, print_table, 
 from asyos.data.shard import FeatureShard
 from asyos.data.synthetic import SyntheticSource
 from asyos.protocol.central import Central
-from asyos.learners.online_substitution import SubstitutionOptions, local_lipschitz, make_worker
+from asyos.learners.substitution.online_substitution import SubstitutionOptions, local_lipschitz, make_worker
 from asyos.protocol.loopback import run_loopback
 from asyos.losses import get_loss
 

@@ -1,6 +1,6 @@
 """DFLS (Li & Gu): adding / removing ~20% of the features by the solution path vs retraining -- accuracy and time.
 
-``asyos.learners.dfls.DFLS`` with the group lasso (eq. 9) or the l_p penalty (eq. 10) on least squares,
+``asyos.learners.path.dfls.DFLS`` with the group lasso (eq. 9) or the l_p penalty (eq. 10) on least squares,
 standardized columns and an intercept (the defaults). Three parts, after the paper's Sec. 5 and App. D-E:
 
 **1. Accuracy (the paper's Tables 3-6).** Data: ``cpu_act`` (8192 x 21) and ``satellite_image``
@@ -70,7 +70,7 @@ import numpy as np
 from asyos.benchmarking.common import (Run, choose_profile, datasets_dir, fmt, load_dense_dataset,
                                       missing_dense_datasets, parser, plot, print_table)
 
-from asyos.learners.dfls import DFLS
+from asyos.learners.path.dfls import DFLS
 
 PROFILES = {
     "paper": {"datasets": ["cpu_act", "satellite_image", "MR#1", "MR#2"], "seeds": 10,
@@ -138,7 +138,7 @@ def label(name):
 def library_fingerprint():
     """SHA-1 of the DFLS sources, so that a result names the code it measured."""
     import hashlib
-    import asyos.learners as learners
+    import asyos.learners.path as learners
     digest = hashlib.sha1()
     for module in ("dfls", "solution_path", "batch_solvers", "penalties"):
         with open(os.path.join(os.path.dirname(learners.__file__), f"{module}.py"), "rb") as fh:

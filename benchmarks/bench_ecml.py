@@ -14,7 +14,7 @@ Protocol, per data set:
    ..., 1e-8}; the best training accuracy wins; among tied points the best online accuracy (each
    training sample predicted before it was learned from, which the authors' code records), then the
    first point in grid order (larger ``eta``, then larger ``lam``) -- the rule of
-   ``asyos.learners.tuning.grid_search``. The points are run here one by one (each a logged unit, two
+   ``asyos.learners.stream.tuning.grid_search``. The points are run here one by one (each a logged unit, two
    at a time on two cores). A fit whose weights are not finite counts as failed.
 2. **Accuracy vs budget** (the paper's Fig. 1 small budgets, Fig. 2 larger ones): the four budgeted
    learners with the tuned parameters, every budget, ``seeds`` runs; test accuracy mean and std.
@@ -71,10 +71,10 @@ from asyos.benchmarking.common import (Run, choose_profile, datasets_dir, fmt, m
                                        print_table, sparse_stand_in, usable_cores)
 
 from asyos.errors import InputError
-from asyos.learners.budgeted import BudgetedAMD, BudgetedARDA
-from asyos.learners.l1 import L1ARDA, AdaFOBOS
-from asyos.learners.ofs import OFS, SOFS
-from asyos.learners.tuning import ECML_GRID, tuning_grid
+from asyos.learners.stream.budgeted import BudgetedAMD, BudgetedARDA
+from asyos.learners.stream.l1 import L1ARDA, AdaFOBOS
+from asyos.learners.stream.ofs import OFS, SOFS
+from asyos.learners.stream.tuning import ECML_GRID, tuning_grid
 
 STAND_IN = "stand-in"
 DATASETS = ("arcene", "dexter", "basehock", "pcmac", "farm_ads")

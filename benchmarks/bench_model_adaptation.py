@@ -7,7 +7,7 @@ no other alpha), ``p`` = 100, ``k`` = 10. The ``k`` true features sit at the 1-b
 ``b`` = 0.6, ``T`` = 1000 time periods ``t = 1..T`` (one full cycle); every other coefficient is 0. In
 each period 1000 observations are drawn, ``y = x . beta_t + N(0, 1)``.
 
-Two running averages (``asyos.stats.RunningAverages``) see the same stream, one batch per period:
+Two running averages (``asyos.learners.averages.stats.RunningAverages``) see the same stream, one batch per period:
 
 * **with adaptation**: eq. 3.11 applied once per period (the period's batch is one term,
   ``forget_by="batch"``), ``a <- (1 - alpha_m) a + alpha_m a(batch)`` with ``alpha_m = max(0.01, 1/m)``
@@ -54,8 +54,8 @@ import numpy as np  # noqa: E402
 
 from asyos.benchmarking.common import Run, choose_profile, fmt, mean_std, parser, plot, print_table  # noqa: E402
 
-from asyos.learners import extractors as E  # noqa: E402
-from asyos.stats import RunningAverages  # noqa: E402
+from asyos.learners.averages import extractors as E  # noqa: E402
+from asyos.learners.averages.stats import RunningAverages  # noqa: E402
 
 PROFILES = {
     "paper": {"p": 100, "k": 10, "alpha": 1.0, "a": 0.4, "b": 0.6, "T": 1000, "shift": 100,

@@ -30,8 +30,8 @@ from asyos.benchmarking.calibration import measure_costs
 from asyos.benchmarking.common import Run, choose_profile, parser, plot, print_table, run_asyos
 from asyos import OnlineSubstitution
 from asyos.data.synthetic import SyntheticSource
-from asyos.learners.asy_os import build_workers
-from asyos.learners.online_substitution import SubstitutionOptions
+from asyos.learners.substitution.asy_os import build_workers
+from asyos.learners.substitution.online_substitution import SubstitutionOptions
 from asyos.losses import get_loss
 from asyos.protocol.central import Central
 from asyos.protocol.plan import AsyOSPlan

@@ -8,11 +8,11 @@ measured on ``n_test = 2000`` fresh samples of the same distribution; 20 runs (s
 each seed one data set of ``max(n) + n_test`` rows is drawn: the training sets are its first ``n``
 rows (a growing stream), the test set its last ``n_test`` rows.
 
-**Ours (asyos).** The stream is summarized by ``asyos.stats.RunningAverages``, fed in mini-batches of
+**Ours (asyos).** The stream is summarized by ``asyos.learners.averages.stats.RunningAverages``, fed in mini-batches of
 1000 rows (one rank-b BLAS update each); the time of that accumulation is the thesis' column RAVE
 (construction + updates; the ``O(p^2)`` ``standardize()`` that follows is timed apart, ``std_seconds``
 in the JSON, and counted in neither). From the standardized averages, ``k`` features are extracted by
-``asyos.learners.extractors`` with their defaults: OLS-th (``ols_threshold``, ridge 0.05 on the
+``asyos.learners.averages.extractors`` with their defaults: OLS-th (``ols_threshold``, ridge 0.05 on the
 correlation scale when ``n <= p``), OFSA (``ofsa``), OMCP / OElnet / OLasso (``penalized`` with
 ``penalty="mcp"`` (gamma 3), ``"elnet"`` (l1_ratio 0.5) or ``"lasso"``, solved on unit-variance ``y``,
 lambda bisected until exactly ``k`` non-zeros and reported in ``y``'s units). Every one refits least
@@ -84,8 +84,8 @@ import numpy as np  # noqa: E402
 
 from asyos.benchmarking.common import Run, choose_profile, fmt, mean_std, parser, plot, print_table  # noqa: E402
 from asyos.errors import ConvergenceWarning  # noqa: E402
-from asyos.learners import extractors as E  # noqa: E402
-from asyos.stats import RunningAverages  # noqa: E402
+from asyos.learners.averages import extractors as E  # noqa: E402
+from asyos.learners.averages.stats import RunningAverages  # noqa: E402
 
 PROFILES = {
     "paper": {"p": 1000, "k": 100, "alpha": 1.0, "n": [1000, 3000, 10000], "n_test": 2000, "batch_size": 1000,
@@ -201,7 +201,7 @@ def sources_digest():
     """A digest of the code measured (running averages, extractors, coordinate descent), to tell runs of
     different code apart and to catch an edit in the middle of a run."""
     digest = hashlib.sha256()
-    for module in ("asyos.stats", "asyos.learners.extractors", "asyos.learners._gram_kernels"):
+    for module in ("asyos.learners.averages.stats", "asyos.learners.averages.extractors", "asyos.learners.averages._gram_kernels"):
         with open(sys.modules[module].__file__, "rb") as fh:
             digest.update(fh.read())
     return digest.hexdigest()[:12]

@@ -6,7 +6,7 @@ README.md): ``cpu_act`` (8192 x 21, Delve computer activity -> % CPU time in use
 keys ``X, y``, cast to float64. Per data set, ``seeds`` random 80/20 train/test splits (split ``s``
 permutes the rows with ``numpy.random.default_rng(SEED_BASE + s)``), and for each ``k``:
 
-* **OLS-th** and **OFSA** (``asyos.learners.extractors``, thesis Alg. 3 and 4, default settings):
+* **OLS-th** and **OFSA** (``asyos.learners.averages.extractors``, thesis Alg. 3 and 4, default settings):
   ``RunningAverages`` accumulated on the training split in mini-batches of ``batch_size`` rows (in
   the split's random order), standardized once, then each extractor picks ``k`` features and refits
   least squares on them (intercept included; the data is never seen again);
@@ -42,8 +42,8 @@ import numpy as np
 from asyos.benchmarking.common import (Run, choose_profile, datasets_dir, fmt, load_dense_dataset, mean_std,
                                       missing_dense_datasets, parser, plot, print_table)
 
-from asyos.learners import extractors as E
-from asyos.stats import RunningAverages
+from asyos.learners.averages import extractors as E
+from asyos.learners.averages.stats import RunningAverages
 
 PROFILES = {
     "paper": {"datasets": ["cpu_act", "satellite_image"], "ks": [5, 10, 20], "seeds": 20, "test_fraction": 0.2,

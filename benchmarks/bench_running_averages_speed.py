@@ -6,7 +6,7 @@ mini-batches of ``b`` in {1, 10, 100, 1000, 10000} (``b`` = 1 uses the vector fo
 against the baseline of the brief: plain numpy ``Xb.T @ Xb`` on the same batch (numpy calls
 ``syrk`` for this product and allocates the ``p x p`` result each time), rate ``b / seconds``. A
 third column times the bare BLAS call the update is built on (scipy's ``dsyr``/``dsyrk`` into a
-preallocated matrix, as ``asyos.stats`` calls it) to split the gap into BLAS and Python/numpy
+preallocated matrix, as ``asyos.learners.averages.stats`` calls it) to split the gap into BLAS and Python/numpy
 overhead. The rows come from a pool of distinct N(0, 1) rows (at least 2048, cycled batch by batch),
 the same batches for every contender: a repeated single row would be a zero vector after the shift
 and OpenBLAS skips zero entries. Each measurement times enough calls to last ``target_s``; the three
@@ -84,8 +84,8 @@ from scipy.linalg.blas import dsyr, dsyrk  # noqa: E402
 
 from asyos.benchmarking.common import Run, choose_profile, parser, plot, print_table, usable_cores  # noqa: E402
 
-from asyos.learners import extractors as E  # noqa: E402
-from asyos.stats import RunningAverages  # noqa: E402
+from asyos.learners.averages import extractors as E  # noqa: E402
+from asyos.learners.averages.stats import RunningAverages  # noqa: E402
 
 PROFILES = {
     "paper": {"p": 1000, "batches": [1, 10, 100, 1000, 10000], "repeats": 9, "target_s": 0.15, "pool_rows": 2048,

@@ -24,7 +24,7 @@ from asyos.benchmarking.common import (Run, choose_profile, datasets_dir, fmt, m
 
 from asyos.data.io import load_dataset
 from asyos.distributed.stream_simulator import AsyncSampleStream
-from asyos.learners.stream_learners import all_stream_learners
+from asyos.learners.stream.stream_learners import all_stream_learners
 
 PROFILES = {
     "paper": {"taus": [0, 1, 4, 16, 64], "seeds": 3, "passes": "auto"},

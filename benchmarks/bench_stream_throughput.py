@@ -28,8 +28,8 @@ import scipy.sparse as sp
 
 from asyos.benchmarking.common import Run, choose_profile, parser, plot, print_table
 
-from asyos.learners import _stream_kernels
-from asyos.learners.stream_learners import all_stream_learners, warm_up
+from asyos.learners.stream import _stream_kernels
+from asyos.learners.stream.stream_learners import all_stream_learners, warm_up
 
 PROFILES = {
     "paper": {"n_features": 20000, "nnz_per_row": 100, "n_informative": 100, "n_samples": 200000,

@@ -54,10 +54,10 @@ from scipy.stats import rankdata
 
 from asyos.benchmarking.common import Run, choose_profile, fmt, mean_std, parser, plot, print_table
 
-from asyos.learners.l1 import OPG, RDA
-from asyos.learners.ofs import OFS, SOFS
-from asyos.learners.sfsa import SFSA, TSGD
-from asyos.learners.stream_learners import warm_up
+from asyos.learners.stream.l1 import OPG, RDA
+from asyos.learners.stream.ofs import OFS, SOFS
+from asyos.learners.stream.sfsa import SFSA, TSGD
+from asyos.learners.stream.stream_learners import warm_up
 
 PROFILES = {
     "paper": {"p": 2000, "k": 20, "alpha": 1.0, "batch_size": 25, "n_test": 2000, "seeds": 5,

@@ -53,7 +53,7 @@ def test_lasso_to_budget_keeps_exactly_budget_features_and_refits():
 
 @pytest.mark.parametrize("loss", ["squared_hinge", "logistic"])
 def test_l1_classifier_tuned_to_budget(loss):
-    from asyos.learners.baselines import _l1_classifier
+    from asyos.learners.baselines.batch import _l1_classifier
     from asyos.truncation import keep_top_k
     d = make_classification(n_features=300, n_informative=10, n_samples=300, seed=5)
     model = LassoToBudget(budget=10, loss=loss).fit(d.X, d.y)

@@ -13,10 +13,10 @@ import scipy.optimize
 from sklearn.linear_model import Lasso
 
 from asyos.errors import ConvergenceWarning, InputError
-from asyos.learners.batch_solvers import fista_group_lasso, kkt_residual, lbfgs_lp, solve_batch
-from asyos.learners.dfls import DFLS
-from asyos.learners.penalties import GroupLasso, LpNorm
-from asyos.learners.solution_path import PathOptions, PathProblem, follow_path, newton_polish
+from asyos.learners.path.batch_solvers import fista_group_lasso, kkt_residual, lbfgs_lp, solve_batch
+from asyos.learners.path.dfls import DFLS
+from asyos.learners.path.penalties import GroupLasso, LpNorm
+from asyos.learners.path.solution_path import PathOptions, PathProblem, follow_path, newton_polish
 
 N = 200
 TIGHT = dict(ode_rtol=1e-8, ode_atol=1e-10)

@@ -10,9 +10,9 @@ import scipy.sparse as sp
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution, make_classification, make_regression
 from asyos.protocol.worker import MAX_AUTO_PASSES, MIN_AUTO_PASSES
 from asyos.errors import DivergenceError
-from asyos.learners.online_substitution import SubstitutionOptions, entry_scale, local_lipschitz
-from asyos.learners.screening import marginal_gains, screening_order
-from asyos.learners.step_size import restricted_lipschitz
+from asyos.learners.substitution.online_substitution import SubstitutionOptions, entry_scale, local_lipschitz
+from asyos.learners.substitution.screening import marginal_gains, screening_order
+from asyos.learners.substitution.step_size import restricted_lipschitz
 from asyos.losses import get_loss
 
 
@@ -224,7 +224,7 @@ def test_asy_os_finishes_with_an_exchange_run_over_the_candidates():
     model = AsyncOnlineSubstitution(budget=15, n_workers=6, refit=False).fit(d.X, d.y)
     assert model.finish_ == "exchange" and model.n_candidates_ > 15 and model.support_.size <= 15
     from asyos.protocol.finish import Candidates
-    from asyos.learners.asy_os import build_workers
+    from asyos.learners.substitution.asy_os import build_workers
     from asyos.protocol.central import Central
     from asyos.protocol.threshold import GlobalThreshold
     from asyos.protocol.simulator import simulate

@@ -10,10 +10,10 @@ from asyos.protocol.central import Central
 from asyos.protocol.threshold import GlobalThreshold, worker_threshold
 from asyos.protocol.simulator import simulate
 from asyos.errors import InputError
-from asyos.learners.asy_os import build_workers
+from asyos.learners.substitution.asy_os import build_workers
 from asyos.protocol.plan import AsyOSPlan, default_cap, worker_budgets
-from asyos.learners.online_substitution import SubstitutionOptions
-from asyos.learners.substitution import REJECT, SubstitutionState
+from asyos.learners.substitution.online_substitution import SubstitutionOptions
+from asyos.learners.substitution.substitution import REJECT, SubstitutionState
 from asyos.losses import get_loss
 
 

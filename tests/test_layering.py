@@ -153,7 +153,7 @@ def test_graph_sees_relative_function_level_and_from_imports():
     assert "asyos.errors" in GRAPH["asyos.run"]                  # from .errors import ... (top level)
     assert "asyos.registry" in GRAPH["asyos.run"]                # from .registry import ... (in a function)
     assert "asyos._env" in GRAPH["asyos"]                        # from . import _env (a module by name)
-    assert "asyos.learners.sample_stream" in GRAPH["asyos.learners.ofs"]
+    assert "asyos.learners.stream.sample_stream" in GRAPH["asyos.learners.stream.ofs"]
 
 
 def test_cycle_detection_on_a_made_up_graph():

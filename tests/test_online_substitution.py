@@ -10,7 +10,7 @@ from asyos import OnlineSubstitution, make_classification, make_regression
 from asyos.data.shard import FeatureShard
 from asyos.protocol.central import Central
 from asyos.errors import InputError
-from asyos.learners.online_substitution import SubstitutionOptions, local_lipschitz, make_worker
+from asyos.learners.substitution.online_substitution import SubstitutionOptions, local_lipschitz, make_worker
 from asyos.protocol.loopback import run_loopback
 from asyos.losses import get_loss
 from asyos.metrics import recall
@@ -287,7 +287,7 @@ def test_a_result_worse_than_the_empty_model_warns():
 
 
 def test_auto_takes_the_compiled_step_only_for_runs_long_enough_to_repay_loading_it(monkeypatch):
-    from asyos.learners import kernels
+    from asyos.learners.substitution import kernels
     monkeypatch.delenv("ASYOS_KERNELS", raising=False)
     assert kernels.backend(None, kernels.AUTO_MIN_STEPS - 1) == "numpy"
     assert kernels.backend(None, kernels.AUTO_MIN_STEPS) == "numba"

@@ -5,9 +5,9 @@ import pytest
 from asyos import OnlineSubstitution, make_regression
 from asyos.protocol.replay import Costs, SimulatedClock, replay, sequential_time
 from asyos.protocol.central import Central
-from asyos.learners.asy_os import build_workers
+from asyos.learners.substitution.asy_os import build_workers
 from asyos.protocol.plan import AsyOSPlan
-from asyos.learners.online_substitution import SubstitutionOptions
+from asyos.learners.substitution.online_substitution import SubstitutionOptions
 from asyos.losses import get_loss
 from asyos.trace import ObjectiveTrace, first_reaching
 
@@ -95,7 +95,7 @@ def test_replay_runs_the_global_budget_as_under_mpi(problem):
     """Pushes carry the retained weights, replies the others' top |w|: the selection is cut to s,
     u_C is the sum of the workers' contributions, and one worker is sequential OS."""
     from asyos.protocol.threshold import GlobalThreshold
-    from asyos.learners.asy_os import gather_selection
+    from asyos.learners.substitution.asy_os import gather_selection
     from asyos.protocol.plan import worker_budgets
     d = problem
     seq = OnlineSubstitution(budget=12, passes=2, refit=False).fit(d.X, d.y)

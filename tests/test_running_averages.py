@@ -1,4 +1,4 @@
-"""Running averages (``asyos.stats``) and the models extracted from them (thesis Ch. 3).
+"""Running averages (``asyos.learners.averages.stats``) and the models extracted from them (thesis Ch. 3).
 
 Oracles: numpy's covariance and least squares on the data itself, scikit-learn's Lasso and
 ElasticNet on the standardized data, the eq. 3.11 recursion written out sample by sample, and the
@@ -12,9 +12,10 @@ import pytest
 import scipy.sparse as sp
 
 from asyos.errors import InputError
-from asyos.learners import extractors as E
-from asyos.learners.running_averages import OFSA, OLSThreshold, OMCP, OElasticNet, OLasso
-from asyos.stats import RunningAverages
+from asyos.registry import algorithms_of
+from asyos.learners.averages import extractors as E
+from asyos.learners.averages.running_averages import OFSA, OLSThreshold, OMCP, OElasticNet, OLasso
+from asyos.learners.averages.stats import RunningAverages
 
 
 def thesis_data(n, p=200, k=20, seed=0, signal=1.0):
@@ -298,7 +299,7 @@ def test_k_is_checked():
 
 
 # ----------------------------------------------------------------------------- learners
-LEARNERS = [OLSThreshold, OFSA, OLasso, OElasticNet, OMCP]
+LEARNERS = [spec.estimator_class for spec in algorithms_of("averages")]
 
 
 @pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.method)

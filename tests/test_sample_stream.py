@@ -13,11 +13,11 @@ import scipy.sparse as sp
 
 from asyos.distributed.stream_simulator import AsyncSampleStream, worker_streams
 from asyos.errors import InputError
-from asyos.learners.budgeted import AdaptiveTruncation, BudgetedAMD, BudgetedARDA
-from asyos.learners.l1 import L1ARDA, OPG, RDA, AdaFOBOS
-from asyos.learners.ofs import OFS, SOFS
-from asyos.learners.stream_learners import all_stream_learners
-from asyos.learners.sfsa import SFSA, TSGD
+from asyos.learners.stream.budgeted import AdaptiveTruncation, BudgetedAMD, BudgetedARDA
+from asyos.learners.stream.l1 import L1ARDA, OPG, RDA, AdaFOBOS
+from asyos.learners.stream.ofs import OFS, SOFS
+from asyos.learners.stream.stream_learners import all_stream_learners
+from asyos.learners.stream.sfsa import SFSA, TSGD
 from asyos.truncation import annealing_schedule
 from tests.conftest import REPO
 
@@ -405,8 +405,8 @@ def test_compiled_loops_equal_the_interpreted_ones(tmp_path, data):
     np.save(tmp_path / "y.npy", y)
     script = (
         "import json, numpy as np, sys\n"
-        "from asyos.learners.stream_learners import all_stream_learners\n"
-        "from asyos.learners import _stream_kernels as K\n"
+        "from asyos.learners.stream.stream_learners import all_stream_learners\n"
+        "from asyos.learners.stream import _stream_kernels as K\n"
         "assert not K.COMPILED\n"
         f"X = np.load('{tmp_path}/X.npy'); y = np.load('{tmp_path}/y.npy')\n"
         "out = {}\n"

@@ -8,9 +8,9 @@ from asyos.data.sharding import shard_columns, split_budget
 from asyos.protocol.central import Central
 from asyos.protocol.simulator import simulate
 from asyos.errors import InputError
-from asyos.learners.asy_os import build_workers
+from asyos.learners.substitution.asy_os import build_workers
 from asyos.protocol.plan import AsyOSPlan
-from asyos.learners.online_substitution import SubstitutionOptions, make_worker
+from asyos.learners.substitution.online_substitution import SubstitutionOptions, make_worker
 from asyos.losses import get_loss
 
 

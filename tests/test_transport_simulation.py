@@ -5,8 +5,8 @@ import pytest
 
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution, make_regression
 from asyos.errors import InputError
-from asyos.learners.asy_os import build_workers
-from asyos.learners.online_substitution import SubstitutionOptions
+from asyos.learners.substitution.asy_os import build_workers
+from asyos.learners.substitution.online_substitution import SubstitutionOptions
 from asyos.losses import get_loss
 from asyos.protocol.central import Central
 from asyos.protocol.plan import AsyOSPlan

@@ -49,8 +49,8 @@ from ..protocol.replay import Costs, SimulatedClock, replay, sequential_time
 from ..protocol.central import Central
 from ..protocol.threshold import GlobalThreshold
 from ..protocol.plan import BUDGET_MODES, AsyOSPlan, keeps_threshold, worker_budgets
-from ..learners.asy_os import build_workers
-from ..learners.online_substitution import SubstitutionOptions
+from ..learners.substitution.asy_os import build_workers
+from ..learners.substitution.online_substitution import SubstitutionOptions
 from ..losses import get_loss
 from ..trace import ObjectiveTrace, first_reaching
 from .common import Run, mpiexec_path, parser, plot, print_table, run_asyos, usable_cores

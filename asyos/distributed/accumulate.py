@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from ..errors import InputError
-from ..stats import RunningAverages
+from ..learners.averages.stats import RunningAverages
 
 PROGRESS_EVERY = 5.0          # seconds between progress lines
 

@@ -44,8 +44,8 @@ import numpy as np
 from ..data.sharding import shard_columns
 from ..errors import EXIT_CENTRAL_LOST, EXIT_OK, EXIT_WORKER_FAILED, EXIT_WORKER_LOST, ConvergenceWarning, InputError
 from ..learners.base import columns_dense
-from ..learners.kernels import backend as kernel_backend, warm_up as warm_up_kernels
-from ..learners.online_substitution import local_lipschitz, make_worker
+from ..learners.substitution.kernels import backend as kernel_backend, warm_up as warm_up_kernels
+from ..learners.substitution.online_substitution import local_lipschitz, make_worker
 from ..problem import open_data_source, resolve_problem
 from ..protocol.central import Central
 from ..protocol.finish import Candidates, conclude

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..learners.base import check_positive_int
-from ..learners.sample_stream import rows_of
+from ..learners.stream.sample_stream import rows_of
 from ..protocol.simulator import WorkerSchedule, check_simulation_args, choose_version
 
 

@@ -13,8 +13,8 @@ from typing import Optional
 import numpy as np
 
 from ..errors import DivergenceError
-from ..learners import kernels as _kernels
-from ..learners.substitution import ENTER, REJECT, SUBSTITUTE, SubstitutionState
+from ..learners.substitution import kernels as _kernels
+from ..learners.substitution.substitution import ENTER, REJECT, SUBSTITUTE, SubstitutionState
 from .plan import DEFAULT_SLACK, check_slack
 from .wire import (PUSH_COUNT, PUSH_STEPS, PUSH_VERSION, push_buffer,
                        weights_section, write_weights)
@@ -57,7 +57,7 @@ class Worker:
     """Online Substitution on one feature shard (KDD'16 Alg. 3; Alg. 1 when alone).
 
     Features arrive in passes over the shard, in column order or in ``order`` (the exchange
-    variant's: by decreasing marginal gain, ``asyos.learners.screening``); a feature currently
+    variant's: by decreasing marginal gain, ``asyos.learners.substitution.screening``); a feature currently
     retained is not offered again (the pool is the complement of ``S``). ``passes`` is a number of
     passes, or ``"auto"``: passes until one makes no entry and no substitution (at least
     ``MIN_AUTO_PASSES``, at most ``MAX_AUTO_PASSES``).

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from asyos.distributed.accumulate import rows_of_rank
-from asyos.stats import RunningAverages
+from asyos.learners.averages.stats import RunningAverages
 from tests.launch.mpirun import asyos_run, run_mpiexec
 
 

@@ -17,12 +17,12 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from ..data.dataset import as_float_matrix, as_label_vector
-from ..errors import InputError
-from ..losses import get_loss
-from ..stats import RunningAverages
+from ...data.dataset import as_float_matrix, as_label_vector
+from ...errors import InputError
+from ...losses import get_loss
+from .stats import RunningAverages
 from . import extractors
-from .base import BudgetedSelector, check_budget, check_positive_float, check_positive_int
+from ..base import BudgetedSelector, check_budget, check_positive_float, check_positive_int
 
 TASKS = ("regression", "classification")
 
@@ -258,5 +258,3 @@ class OMCP(_Penalized):
     def _penalty_params(self):
         return {"gamma": self.gamma}
 
-
-LEARNERS = {cls.method: cls for cls in (OLSThreshold, OFSA, OLasso, OElasticNet, OMCP)}

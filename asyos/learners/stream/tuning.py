@@ -13,7 +13,7 @@ import itertools
 
 import numpy as np
 
-from ..errors import InputError
+from ...errors import InputError
 
 ECML_GRID = tuple(float(10.0 ** -(k / 2)) for k in range(2, 17))       # 1e-1, 1e-1.5, ..., 1e-8
 

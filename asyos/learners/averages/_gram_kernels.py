@@ -17,7 +17,7 @@ non-zero ones only, until a full sweep moves no coefficient by more than ``tol``
 """
 from __future__ import annotations
 
-from ._stream_kernels import jit
+from ..stream._stream_kernels import jit
 
 LASSO, ELNET, MCP = 0, 1, 2
 

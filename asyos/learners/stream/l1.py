@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ..errors import DivergenceError, InputError
+from ...errors import DivergenceError, InputError
 from . import _stream_kernels as K
 from .sample_stream import SampleStreamLearner, StreamState, check_rate, margins_arg
 

@@ -15,13 +15,13 @@ import time
 
 import numpy as np
 
-from ..protocol.finish import Candidates, conclude
-from ..protocol.plan import AsyOSPlan
-from ..errors import InputError
-from ..protocol.replay import DEFAULT_COSTS, DEFAULT_JITTER, Costs, Machine, SimulatedClock, replay
-from ..protocol.simulator import check_simulation_args, simulate
-from ..truncation import keep_top_k
-from .base import check_positive_int
+from ...protocol.finish import Candidates, conclude
+from ...protocol.plan import AsyOSPlan
+from ...errors import InputError
+from ...protocol.replay import DEFAULT_COSTS, DEFAULT_JITTER, Costs, Machine, SimulatedClock, replay
+from ...protocol.simulator import check_simulation_args, simulate
+from ...truncation import keep_top_k
+from ..base import check_positive_int
 from .online_substitution import OnlineSubstitution, local_lipschitz, make_worker, quiet_float_errors
 
 TRANSPORTS = ("shared-memory", "messages", "node-aggregated")

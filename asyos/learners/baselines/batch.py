@@ -21,11 +21,11 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ..data.shard import FeatureShard
-from ..errors import InputError
-from ..truncation import keep_top_k, project_l0
-from .base import BudgetedSelector, check_positive_float, check_positive_int
-from .step_size import restricted_lipschitz
+from ...data.shard import FeatureShard
+from ...errors import InputError
+from ...truncation import keep_top_k, project_l0
+from ..base import BudgetedSelector, check_positive_float, check_positive_int
+from ..substitution.step_size import restricted_lipschitz
 
 
 class ProjectedGradient(BudgetedSelector):

@@ -1,6 +1,6 @@
 """Models with exactly ``k`` features extracted from running averages (thesis Sec. 3.2, Alg. 3-5).
 
-Every extractor works on ``StandardizedStats`` (``asyos.stats``, eqs. 3.2-3.3), selects a support,
+Every extractor works on ``StandardizedStats`` (``asyos.learners.averages.stats``, eqs. 3.2-3.3), selects a support,
 refits least squares on it (the last line of Alg. 3, 4 and 5) and maps the coefficients back to the
 original units with an intercept. None of them sees the data again.
 
@@ -30,9 +30,9 @@ from typing import Optional
 import numpy as np
 import scipy.linalg
 
-from ..errors import ConvergenceWarning, InputError
-from ..stats import StandardizedStats
-from ..truncation import annealing_schedule, keep_top_k
+from ...errors import ConvergenceWarning, InputError
+from .stats import StandardizedStats
+from ...truncation import annealing_schedule, keep_top_k
 from ._gram_kernels import ELNET, LASSO, MCP, coordinate_descent
 
 PENALTIES = {"lasso": LASSO, "elnet": ELNET, "mcp": MCP}

@@ -35,8 +35,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.blas import dsyr, dsyrk
 
-from .data.dataset import as_float_matrix, as_label_vector
-from .errors import InputError
+from ...data.dataset import as_float_matrix, as_label_vector
+from ...errors import InputError
 
 _FORMAT = "asyos.RunningAverages/1"
 

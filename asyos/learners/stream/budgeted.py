@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
+from ...errors import InputError
 from . import _stream_kernels as K
 from .sample_stream import SampleStreamLearner, StreamState, check_rate, margins_arg
 
@@ -45,7 +45,7 @@ class AdaptiveTruncation(SampleStreamLearner):
     passes : int or "auto"
         Passes of ``fit`` over the data (``auto``: ``ceil(2 d / n)``, the ECML'18 protocol).
     scale : {"maxabs", None}
-        See ``asyos.learners.sample_stream``.
+        See ``asyos.learners.stream.sample_stream``.
     random_state : int or None
         Seed of the pass orders.
     """

@@ -1,4 +1,4 @@
-"""The catalogue of sample-stream learners, and the warm-up that compiles their row loops.
+"""The sample-stream learner classes (from the family's list), and the warm-up that compiles their row loops.
 
 It sits above ``sample_stream`` (the base class) and the modules that subclass it, so that the base
 class and the row loops in ``_stream_kernels`` never import the concrete learners: listing every
@@ -9,16 +9,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ...registry import algorithms_of
 from . import _stream_kernels as K
-from .budgeted import BudgetedAMD, BudgetedARDA
-from .l1 import L1ARDA, OPG, RDA, AdaFOBOS
-from .ofs import OFS, SOFS
-from .sfsa import SFSA, TSGD
 
 
 def all_stream_learners():
-    """Every sample-stream learner class, in the order the benchmarks and tests report them."""
-    return [BudgetedARDA, BudgetedAMD, OFS, SOFS, L1ARDA, AdaFOBOS, OPG, RDA, SFSA, TSGD]
+    """Every sample-stream learner class, in the order the family lists them (``asyos.learners.stream``)."""
+    return [spec.estimator_class for spec in algorithms_of("stream")]
 
 
 def warm_up() -> None:

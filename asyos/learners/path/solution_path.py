@@ -55,7 +55,7 @@ import scipy.integrate
 import scipy.linalg
 import scipy.linalg.lapack
 
-from ..errors import ConvergenceWarning
+from ...errors import ConvergenceWarning
 from .batch_solvers import fista, lipschitz_constant
 from .penalties import GroupLasso
 

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, eigsh
 
-from ..data.shard import CenteredRows
+from ...data.shard import CenteredRows
 
 EXACT_GRAM_LIMIT = 384
 

@@ -10,7 +10,7 @@ with ``R`` the group lasso ``sum_g sqrt(d_g) ||w_g||`` (eq. 9) or ``sum_j |w_j|^
 the active set. Then
 
 * ``add_features(X_new, groups=None)`` moves the model to the optimum on the old and new columns
-  by following the solution path in ``theta`` from 0 to 1 (Alg. 1-2; ``asyos.learners.solution_path``);
+  by following the solution path in ``theta`` from 0 to 1 (Alg. 1-2; ``asyos.learners.path.solution_path``);
 * ``remove_features(indices)`` follows it from 1 to 0 (Alg. 3-4) and drops the columns.
 
 The result is the optimum a retraining would reach (to the solver's tolerance): ``kkt_residual_``
@@ -29,9 +29,9 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from ..data.dataset import as_float_matrix, as_label_vector
-from ..errors import InputError
-from .base import Parameters, check_positive_float
+from ...data.dataset import as_float_matrix, as_label_vector
+from ...errors import InputError
+from ..base import Parameters, check_positive_float
 from .batch_solvers import BatchResult, solve_batch
 from .penalties import GroupLasso, make_penalty
 from .solution_path import PathOptions, PathProblem, follow_path, newton_polish

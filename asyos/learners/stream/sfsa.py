@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
-from ..truncation import annealing_schedule, keep_top_k
+from ...errors import InputError
+from ...truncation import annealing_schedule, keep_top_k
 from . import _stream_kernels as K
-from .base import check_positive_int
+from ..base import check_positive_int
 from .sample_stream import SampleStreamLearner, StreamState, check_rate, margins_arg
 
 METHODS = ("sgd", "nesterov", "adam")

@@ -65,7 +65,7 @@ import math
 import numpy as np
 from scipy.linalg.blas import daxpy
 
-from ..errors import DivergenceError
+from ...errors import DivergenceError
 from . import kernels as _kernels
 
 ENTER, SUBSTITUTE, REJECT = 1, 2, 3

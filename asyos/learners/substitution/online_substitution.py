@@ -2,7 +2,7 @@
 
 Features arrive one at a time, in passes over the columns; at most ``budget`` are kept (memory
 ``O(n * budget)``). Each arrival is one step of ``SubstitutionState`` (see
-``asyos.learners.substitution`` for the update rules and their equation numbers), taken by one
+``asyos.learners.substitution.substitution`` for the update rules and their equation numbers), taken by one
 ``Worker`` that owns every column and whose gradient point is its own ``u = X_S w_S + b``: the
 in-process loopback of the Asy-OS protocol (``asyos.protocol.loopback``), so sequential OS and Asy-OS share one code path.
 
@@ -13,15 +13,15 @@ default) is what the real data sets asked for (``benchmarks/bench_real_selection
 * an unpenalised intercept, stepped by Newton's method (``Loss.intercept_step``);
 * every column centred and scaled to unit variance when it arrives (sparse columns stay sparse,
   centred where they are used; ``asyos.data.shard``), so that one ``eta`` suits every feature;
-* the exchange rule (``asyos.learners.substitution``): a newcomer's Newton weight, and a
+* the exchange rule (``asyos.learners.substitution.substitution``): a newcomer's Newton weight, and a
   substitution scored by the loss it saves against the loss the leaver cost;
-* features visited by decreasing marginal gain (``asyos.learners.screening``);
+* features visited by decreasing marginal gain (``asyos.learners.substitution.screening``);
 * ``passes="auto"``: passes until one makes no entry and no substitution (2 to 10).
 
 Coefficients and ``predict`` are in the data's own units either way.
 
 Step size: ``eta = 0.5 / L_F`` (Theorem 1) with ``L_F`` estimated from the (scaled) data as
-described in ``asyos.learners.step_size``; pass ``step_size`` to override.
+described in ``asyos.learners.substitution.step_size``; pass ``step_size`` to override.
 """
 from __future__ import annotations
 
@@ -32,13 +32,13 @@ from typing import Optional, Union
 
 import numpy as np
 
-from ..data.shard import FeatureShard
-from ..errors import ConvergenceWarning, DivergenceError, InputError
-from ..protocol.central import Central
-from ..protocol.loopback import run_loopback
-from ..protocol.worker import Worker
-from ..trace import ObjectiveTrace
-from .base import BudgetedSelector, check_positive_float, check_positive_int
+from ...data.shard import FeatureShard
+from ...errors import ConvergenceWarning, DivergenceError, InputError
+from ...protocol.central import Central
+from ...protocol.loopback import run_loopback
+from ...protocol.worker import Worker
+from ...trace import ObjectiveTrace
+from ..base import BudgetedSelector, check_positive_float, check_positive_int
 from .screening import screening_order
 from .step_size import coupling, restricted_lipschitz, step_size_from_lipschitz
 from .substitution import VARIANTS
@@ -96,7 +96,7 @@ class SubstitutionOptions:
 
     def visit_order(self, shard, y, loss):
         """The order a worker offers its features in: by decreasing marginal gain (exchange,
-        ``asyos.learners.screening``), or ``None``, the file's (kdd16)."""
+        ``asyos.learners.substitution.screening``), or ``None``, the file's (kdd16)."""
         if self.variant != "exchange":
             return None
         return screening_order(shard, np.asarray(y, dtype=float), loss, self.fit_intercept)
@@ -138,7 +138,7 @@ def make_worker(shard, y, loss, local_budget, lipschitz, options: SubstitutionOp
 
 def entry_scale(shard, lipschitz, loss, total_budget, n_workers) -> float:
     """The share of its Newton weight a feature enters with, and of line 6's step the retained
-    features take (``asyos.learners.substitution``): 1 for one worker; under Asy-OS
+    features take (``asyos.learners.substitution.substitution``): 1 for one worker; under Asy-OS
     ``1 / (1 + (q - 1) rho)``, ``rho`` the columns' correlation implied by ``L_F``
     (``step_size.coupling``). ``q`` workers moving at once from the same stale state move ``u_C``
     like one Jacobi step over their columns, whose curvature is ``1 + (q - 1) rho`` times one

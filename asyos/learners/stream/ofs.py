@@ -22,7 +22,7 @@ class OFS(SampleStreamLearner):
 
     Parameters: ``budget``; ``eta`` and ``lam`` (the ball has radius ``1/sqrt(lam)``; ``lam = 0``: no
     projection and no shrinkage); ``loss`` (default ``hinge``, Wang et al.'s); ``passes``, ``scale``,
-    ``random_state`` as in ``asyos.learners.sample_stream``.
+    ``random_state`` as in ``asyos.learners.stream.sample_stream``.
     """
 
     algorithm_name = "ofs"
@@ -61,7 +61,7 @@ class SOFS(SampleStreamLearner):
 
     Parameters: ``budget``; ``gamma`` (AROW's ``r``; the ECML'18 code uses ``1e5`` on raw data and
     grid-searches ``1/gamma``); ``loss`` (classification; the update is AROW's whatever it is);
-    ``passes``, ``scale``, ``random_state`` as in ``asyos.learners.sample_stream``. Among equal
+    ``passes``, ``scale``, ``random_state`` as in ``asyos.learners.stream.sample_stream``. Among equal
     variances (all features start at 1) the lower index is kept.
     """
 

@@ -32,11 +32,11 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from ..data.dataset import as_float_matrix, as_label_vector
-from ..errors import DivergenceError, InputError
-from ..losses import get_loss
+from ...data.dataset import as_float_matrix, as_label_vector
+from ...errors import DivergenceError, InputError
+from ...losses import get_loss
 from . import _stream_kernels as K
-from .base import BudgetedSelector, check_budget, check_positive_float, check_positive_int
+from ..base import BudgetedSelector, check_budget, check_positive_float, check_positive_int
 
 STREAM_LOSSES = ("squared", "squared_hinge", "logistic", "hinge")
 SCALES = (None, "maxabs")
