@@ -17,7 +17,11 @@ the most non-zeros not above ``budget``, as the ECML'18 protocol and the thesis 
 from ``lam = 1`` by decades (at most 12 each way) to a bracket, then bisection on ``log lam`` down
 to a relative precision of 1e-4 (the count of non-zeros can jump there) in at most 30 steps, stopping
 at the first fit with exactly ``budget``; a diverged fit counts as too many features. ``lam_`` is the
-value found and ``lam_path_`` every ``(lam, non-zeros)`` tried (``None`` for a diverged fit).
+value found and ``lam_path_`` every ``(lam, non-zeros)`` tried (``None`` for a diverged fit). The
+bracket was ``[1e-10 h, h]`` with ``h`` the first decade leaving no feature; the decade around the
+budget needs 41-42% fewer fits for the same selected and true-feature counts in all 32 OPG/RDA units
+of ``bench_thesis_sfsa.py --quick`` (185 -> 109 and 168 -> 97 fits); ``lam_`` moves within the range
+that gives those counts (test RMSE within 0.07, AUC within 0.02, either way).
 
 ``partial_fit`` with ``lam="auto"`` on an unfitted model runs that search on its first batch (each
 try a fresh one-pass ``partial_fit`` of the batch) and keeps the model found; every later
