@@ -33,11 +33,13 @@ them in floating point (``"precision"``; ``precision=0`` bisects to the float re
 expansion found no bracket within its limits (``"range"``). ``steps`` records every fit run, in order,
 as ``(weight, nnz, phase)``.
 
-**Settings of the callers** (those of the searches they had before): the l1 stream learners start
-at 1 with ``factor=10``, 12 decades each way, 30 bisection steps to ``precision=1e-4``; OLasso/OElnet/OMCP halve ``lambda`` from ``lam_max`` (down to ``1e-8 lam_max``)
-and bisect to the float resolution, ``max_steps`` solves in all; ``LassoToBudget`` walks
-scikit-learn's ``n_alphas`` grid (``factor`` its ratio, ``max_bisect=0``: the first ``alpha`` with at
-least ``s``), and doubles C from ``2 l1_min_c`` then bisects 8 times.
+**Settings of the callers**: the l1 stream learners start at 1 with ``factor=10``, 12 decades each
+way, then 30 bisection steps to ``precision=1e-4`` (``l1.SEARCH``); OLasso/OElnet/OMCP halve
+``lambda`` from ``lam_max`` (down to ``1e-8 lam_max``) and bisect to the float resolution,
+``max_steps`` solves in all; ``LassoToBudget`` walks scikit-learn's ``n_alphas`` grid (``factor`` its
+ratio, ``max_bisect=0``: the first ``alpha`` with at least ``s``), and doubles C from ``2 l1_min_c``
+then bisects 8 times. All but the stream learners' bracket and the early stop of the C search are
+the settings of the searches each caller had before.
 """
 from __future__ import annotations
 
