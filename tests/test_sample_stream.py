@@ -371,8 +371,8 @@ def test_bad_input_is_named(data):
         BudgetedARDA(step="newton").fit(X, y)
     with pytest.raises(InputError, match="eta must be"):
         BudgetedAMD(eta=-1).fit(X, y)
-    with pytest.raises(InputError, match="numeric lam"):
-        L1ARDA().partial_fit(X, y)
+    with pytest.raises(InputError, match="give budget, or a numeric lam"):
+        L1ARDA(budget=None).partial_fit(X, y)
 
 
 def test_divergence_is_named_not_returned(data):
@@ -396,6 +396,31 @@ def test_l1_search_meets_the_budget_with_the_most_features(data):
     assert np.count_nonzero(model.coef_) == max(c for c in counts if c <= 6)
     refit = L1ARDA(budget=6, lam=model.lam_, passes=2).fit(X, y)
     np.testing.assert_array_equal(refit.coef_, model.coef_)
+
+
+@pytest.mark.parametrize("cls", [L1ARDA, AdaFOBOS, OPG, RDA], ids=lambda c: c.algorithm_name)
+def test_l1_partial_fit_searches_lam_on_the_first_batch_then_keeps_it(cls, data):
+    X, y, _ = data
+    first = cls(budget=6, loss="squared_hinge").partial_fit(X[:35], y[:35])
+    lam, path = first.lam_, list(first.lam_path_)
+    counts = [c for _, c in path if c is not None]
+    assert np.count_nonzero(first.coef_) == max(c for c in counts if c <= 6)
+    assert len(first.lam_path_) > 1
+    # the model kept is the one-pass partial_fit of the first batch at the lam found
+    fixed = cls(budget=6, lam=lam, loss="squared_hinge").partial_fit(X[:35], y[:35])
+    np.testing.assert_array_equal(first.coef_, fixed.coef_)
+    # later batches (and learn_one) continue with that lam, searching nothing
+    first.partial_fit(X[35:60], y[35:60]).learn_one(X[60], y[60])
+    fixed.partial_fit(X[35:60], y[35:60]).learn_one(X[60], y[60])
+    assert first.lam_ == lam and first.lam_path_ == path
+    np.testing.assert_array_equal(first.coef_, fixed.coef_)
+    # a partial_fit after a searched fit continues with the fit's lam_
+    fitted = cls(budget=6, loss="squared_hinge", passes=2).fit(X, y)
+    again = cls(budget=6, lam=fitted.lam_, loss="squared_hinge", passes=2).fit(X, y)
+    fitted.partial_fit(X[:20], y[:20])
+    again.partial_fit(X[:20], y[:20])
+    assert fitted.lam_ == again.lam_
+    np.testing.assert_array_equal(fitted.coef_, again.coef_)
 
 
 def test_compiled_loops_equal_the_interpreted_ones(tmp_path, data):

@@ -11,11 +11,12 @@ original units with an intercept. None of them sees the data again.
 * ``penalized`` (OLasso, OElnet, OMCP, Alg. 5): the penalized problem (eq. 3.5, with ``y`` scaled to
   unit variance as glmnet does, so that selections do not depend on ``y``'s units; ``lambda`` is
   reported in ``y``'s units) solved by coordinate descent with the thresholding operators
-  (eq. 3.10; ``_gram_kernels``), and ``lambda`` bisected in
-  log scale (up to ``max_steps`` solves) until exactly ``k`` coefficients are non-zero. When no
-  ``lambda`` gives exactly ``k`` (two features enter at once), the sparsest solution with more than
-  ``k`` is cut to its ``k`` largest ``|b_j|``; ``exact=False`` instead keeps the densest solution with
-  fewer than ``k`` (the thesis' protocol for its baselines).
+  (eq. 3.10; ``_gram_kernels``), and ``lambda`` bisected in log scale (``budget_search``, up to
+  ``max_steps`` solves, each warm-started from the solution at the nearest larger ``lambda``) until
+  exactly ``k`` coefficients are non-zero. When no ``lambda`` gives exactly ``k`` (two features enter
+  at once), the sparsest solution with more than ``k`` is cut to its ``k`` largest ``|b_j|``;
+  ``exact=False`` instead keeps the densest solution with fewer than ``k`` (the thesis' protocol for
+  its baselines).
 
 Path helpers (``*_path``) extract several ``k`` from one set of statistics, sharing the work that
 does not depend on ``k`` (the full least-squares fit; the solutions met while bisecting ``lambda``).
@@ -34,6 +35,7 @@ from ...errors import ConvergenceWarning, InputError
 from .stats import StandardizedStats
 from ...truncation import annealing_schedule, keep_top_k
 from ._gram_kernels import ELNET, LASSO, MCP, coordinate_descent
+from ..budget_search import search_l1_weight
 
 PENALTIES = {"lasso": LASSO, "elnet": ELNET, "mcp": MCP}
 DEFAULT_RIDGE = 0.05          # the authors' ridge for n <= p (a smaller one ruins detection at n = p)
@@ -232,15 +234,20 @@ class _LambdaSearch:
         self.r = np.ascontiguousarray(std.xy / self.y_scale)
         top = float(np.abs(self.r).max()) if self.r.size else 0.0
         self.lam_max = top / (self.l1_ratio if penalty == "elnet" else 1.0)
-        self.solved = {}                      # lambda -> (beta, count)
+        self.solved = {}                      # lambda -> (beta, count), shared by every k
+        if self.lam_max > 0.0:                # above lam_max every coefficient is zero
+            self.solved[self.lam_max * 1.0001] = (np.zeros(self.r.size), 0)
         self.sweeps = 0
         self.unconverged = 0
 
-    def solve(self, lam):
+    def solve(self, lam, warm=None):
+        """``(beta, count)`` at ``lam``, from ``warm`` (else the solution at the nearest larger ``lambda``)."""
         if lam in self.solved:
             return self.solved[lam]
-        above = [v for v in self.solved if v > lam]
-        beta = self.solved[min(above)][0].copy() if above else np.zeros(self.r.size)   # warm start
+        if warm is None:
+            above = [v for v in self.solved if v > lam]
+            warm = self.solved[min(above)][0] if above else np.zeros(self.r.size)
+        beta = warm.copy()
         Gb = self.G @ beta
         sweeps = coordinate_descent(self.G, self.r, beta, Gb, lam, self.l1_ratio, self.gamma, self.code,
                                     self.max_sweeps, self.tol)
@@ -251,49 +258,24 @@ class _LambdaSearch:
         return result
 
     def for_k(self, k, exact, max_steps):
-        """``(lambda, beta, steps)`` with exactly ``k`` non-zeros where the bisection finds one."""
+        """``(lambda, beta, steps)``: ``search_l1_weight`` from the solutions met so far, halving
+        ``lambda`` (down to ``lam_max * 1e-8``) to a bracket, then bisecting to float resolution, at most
+        ``max_steps`` solves; its ``at_least()`` (cut to the ``k`` largest ``|b_j|``) or, with
+        ``exact=False``, its ``at_most()``. ``steps`` counts the solves run for this ``k``: the solutions
+        met for an earlier ``k`` seed the bracket and are not walked again."""
         if self.lam_max <= 0.0:
             return 0.0, np.zeros(self.r.size), 0
-        hi = max([v for v, (_, c) in self.solved.items() if c < k], default=self.lam_max * 1.0001)
-        if hi >= self.lam_max and hi not in self.solved:
-            self.solved[hi] = (np.zeros(self.r.size), 0)
-        lows = [v for v, (_, c) in self.solved.items() if c >= k]
-        lo = max(lows) if lows else None
-        steps = 0
-        while lo is None:                    # walk down until at least k are in
-            steps += 1
-            lam = hi / 2.0
-            if lam < self.lam_max * 1e-8 or steps > max_steps:
-                break
-            beta, count = self.solve(lam)
-            if count >= k:
-                lo = lam
-            else:
-                hi = lam
-        if lo is None:                        # fewer than k features ever enter
-            return hi, self.solved[hi][0], steps
-        while self.solved[lo][1] != k and steps < max_steps:
-            steps += 1
-            mid = float(np.sqrt(hi * lo))
-            if not hi > mid > lo:
-                break
-            _, count = self.solve(mid)
-            if count == k:
-                lo = mid
-                break
-            if count < k:
-                hi = mid
-            else:
-                lo = mid
-        beta, count = self.solved[lo]
-        if count == k:
-            return lo, beta, steps
-        if not exact:
-            return hi, self.solved[hi][0], steps
-        cut = np.zeros_like(beta)
-        keep = keep_top_k(np.abs(beta), k)
-        cut[keep] = beta[keep]
-        return lo, cut, steps
+        found = search_l1_weight(lambda lam, warm: self.solve(lam, warm), k, self.lam_max, factor=2.0,
+                                 max_expand=max_steps, max_steps=max_steps, precision=0.0,
+                                 lowest=self.lam_max * 1e-8, known=self.solved)
+        steps = len(found.steps)
+        best = found.at_least() if exact else found.at_most()
+        if best.nnz <= k:
+            return best.weight, best.model, steps
+        cut = np.zeros_like(best.model)
+        keep = keep_top_k(np.abs(best.model), k)
+        cut[keep] = best.model[keep]
+        return best.weight, cut, steps
 
 
 def penalized_path(std: StandardizedStats, ks, penalty="lasso", l1_ratio=0.5, gamma=3.0, exact=True,

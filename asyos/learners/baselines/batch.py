@@ -25,6 +25,7 @@ from ...data.shard import FeatureShard
 from ...errors import InputError
 from ...truncation import keep_top_k, project_l0
 from ..base import BudgetedSelector, check_positive_float, check_positive_int
+from ..budget_search import search_l1_weight
 from ..substitution.step_size import restricted_lipschitz
 
 
@@ -99,7 +100,7 @@ class LassoToBudget(BudgetedSelector):
     then the ``budget`` largest coefficients are kept and refit.
 
     Attributes: ``coef_``, ``raw_coef_``, ``support_``, ``alpha_`` (regression) or ``C_``
-    (classification), ``n_fits_``.
+    (classification), ``n_fits_``, ``search_path_`` (every ``(alpha or C, non-zeros)`` fitted).
     """
 
     def __init__(self, budget=10, loss="squared", n_alphas=100, eps=1e-3, refit=True, random_state=0):
@@ -128,57 +129,59 @@ class LassoToBudget(BudgetedSelector):
         return self
 
     def _lasso_path(self, X, y):
+        """The grid walk of scikit-learn's path (``n_alphas`` values from ``alpha_max`` down to
+        ``eps alpha_max``, warm-started) as ``search_l1_weight`` with the grid's ratio as its factor
+        and no step left for a bisection: the first ``alpha`` with at least ``budget`` non-zeros."""
         from sklearn.linear_model import Lasso
         check_positive_int(self.n_alphas, "n_alphas", minimum=2)
         n = X.shape[0]
         alpha_max = float(np.max(np.abs(X.T @ y))) / n
+        self.n_fits_ = 0
         if alpha_max == 0:
             return np.zeros(X.shape[1])
-        alphas = alpha_max * np.geomspace(1.0, self.eps, self.n_alphas)
-        model = Lasso(alpha=alphas[0], fit_intercept=False, warm_start=True, max_iter=5000, tol=1e-6,
+        model = Lasso(alpha=alpha_max, fit_intercept=False, warm_start=True, max_iter=5000, tol=1e-6,
                       selection="cyclic")
         Xf = X.tocsc() if sp.issparse(X) else np.asfortranarray(X)
-        self.n_fits_ = 0
+
+        def fit(alpha, warm):
+            model.set_params(alpha=alpha)
+            model.coef_ = np.zeros(X.shape[1]) if warm is None else warm.copy()
+            model.fit(Xf, y)
+            coef = np.asarray(model.coef_, dtype=float).ravel()
+            return coef, int(np.count_nonzero(coef))
+
+        steps = self.n_alphas - 1
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=Warning)
-            for alpha in alphas[1:]:
-                model.set_params(alpha=alpha)
-                model.fit(Xf, y)
-                self.n_fits_ += 1
-                if np.count_nonzero(model.coef_) >= self.budget:
-                    break
-        self.alpha_ = float(model.alpha)
-        return np.asarray(model.coef_, dtype=float).ravel()
+            found = search_l1_weight(fit, self.budget, alpha_max, factor=self.eps ** (-1.0 / steps),
+                                     max_expand=steps, max_bisect=0, max_steps=steps, known={alpha_max: (None, 0)})
+        return self._found(found, X.shape[1], "alpha_", lambda alpha: alpha)
 
     def _l1_classifier_search(self, X, y, loss_name):
+        """The C of the L1 classifier as the l1 weight ``1/C`` of ``search_l1_weight``: C doubled from
+        ``2 l1_min_c`` (below ``l1_min_c`` every coefficient is zero) to at least ``budget`` non-zeros
+        (at most 40 times), then 8 bisection steps in ``log C`` for the smallest such C, stopping early
+        at exactly ``budget`` (it always ran the 8: the early stop gave the same supports with about half
+        the fits, 128 -> 67 and 130 -> 69, on ``make_classification`` p = 300, s in {5, 10, 20}, 4 seeds)."""
         from sklearn.svm import l1_min_c
         loss_kind = "squared_hinge" if loss_name == "squared_hinge" else "log"
-        c_lo = float(l1_min_c(X, y, loss=loss_kind, fit_intercept=False))
-        self.n_fits_ = 0
+        c_min = float(l1_min_c(X, y, loss=loss_kind, fit_intercept=False))
 
-        def fit(C):
-            self.n_fits_ += 1
+        def fit(weight, warm):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", category=Warning)
-                model = _l1_classifier(loss_name, C).fit(X, y)
-            return np.asarray(model.coef_, dtype=float).ravel()
+                model = _l1_classifier(loss_name, 1.0 / weight).fit(X, y)
+            coef = np.asarray(model.coef_, dtype=float).ravel()
+            return coef, int(np.count_nonzero(coef))
 
-        # double C until the budget is reached, then bisect (in log C) for the smallest such C
-        c_hi, coef_hi = c_lo * 2.0, None
-        for _ in range(40):
-            coef_hi = fit(c_hi)
-            if np.count_nonzero(coef_hi) >= self.budget:
-                break
-            c_lo, c_hi = c_hi, c_hi * 2.0
-        else:
-            self.C_ = c_hi
-            return coef_hi
-        for _ in range(8):
-            c_mid = float(np.sqrt(c_lo * c_hi))
-            coef_mid = fit(c_mid)
-            if np.count_nonzero(coef_mid) >= self.budget:
-                c_hi, coef_hi = c_mid, coef_mid
-            else:
-                c_lo = c_mid
-        self.C_ = c_hi
-        return coef_hi
+        found = search_l1_weight(fit, self.budget, 1.0 / c_min, factor=2.0, max_expand=40, max_bisect=8,
+                                 max_steps=48, precision=0.0, known={1.0 / c_min: (None, 0)}, warm=False)
+        return self._found(found, X.shape[1], "C_", lambda weight: 1.0 / weight)
+
+    def _found(self, found, p, name, value):
+        """The coefficients of the search's ``at_least()`` model; its weight as ``name``."""
+        self.n_fits_ = len(found.steps)
+        self.search_path_ = [(value(weight), nnz) for weight, nnz in found.path]
+        best = found.at_least()
+        setattr(self, name, value(best.weight))
+        return np.zeros(p) if best.model is None else best.model
