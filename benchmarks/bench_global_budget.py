@@ -58,6 +58,7 @@ from asyos.learners.substitution.online_substitution import SubstitutionOptions
 from asyos.data.synthetic import SyntheticSource
 from asyos.losses import get_loss
 from asyos.metrics import recall
+from asyos.learners.base import decision_values
 
 PROFILES = {
     "paper": {"n": 1000, "p": 8192, "s": {"regression": 64, "classification": 32},
@@ -123,7 +124,7 @@ def asy_os(s, loss, q, tau, mode, passes, seed):
 def held_out_error(model, d, loss):
     if d.X_test is None or d.y_test is None:
         return None
-    return get_loss(loss).error(d.y_test, model.decision_function(d.X_test))
+    return get_loss(loss).error(d.y_test, decision_values(model, d.X_test))
 
 
 def record(run, d, task, seed, s, kind, mode, q, tau, model):

@@ -58,6 +58,7 @@ from asyos.learners.stream.l1 import OPG, RDA
 from asyos.learners.stream.ofs import OFS, SOFS
 from asyos.learners.stream.sfsa import SFSA, TSGD
 from asyos.learners.stream.stream_learners import warm_up
+from asyos.learners.base import decision_values
 
 PROFILES = {
     "paper": {"p": 2000, "k": 20, "alpha": 1.0, "batch_size": 25, "n_test": 2000, "seeds": 5,
@@ -215,7 +216,7 @@ def auc(y, score):
 def record(run, model, task, signal, n, p, k, rep, name, seconds, true, X_test, y_test):
     support = np.asarray(model.support_)
     hits = int(np.intersect1d(support, true).size)
-    score = model.decision_function(X_test)
+    score = decision_values(model, X_test)
     unit = {"task": task, "signal": signal, "n": n, "p": p, "k": k, "seed": rep, "algorithm": name,
             "dr": hits / k, "true_selected": hits, "selected": int(support.size), "seconds": seconds}
     if task == "regression":

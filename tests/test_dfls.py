@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 import scipy.optimize
 from sklearn.linear_model import Lasso
 
@@ -786,16 +787,13 @@ def test_new_group_labels_must_be_new(small):
 def test_not_fitted_and_wrong_width(small):
     X, y = small
     model = DFLS()
-    with pytest.raises(InputError, match="not fitted"):
-        model.add_features(X)
-    with pytest.raises(InputError, match="not fitted"):
-        model.remove_features([0])
-    with pytest.raises(InputError, match="not fitted"):
-        model.predict(X)
+    for call in (lambda: model.add_features(X), lambda: model.remove_features([0]), lambda: model.predict(X)):
+        with pytest.raises(NotFittedError, match="not fitted"):
+            call()
     model.fit(X, y)
-    with pytest.raises(InputError, match="X has 5 features, but the model has 6"):
+    with pytest.raises(InputError, match="X has 5 features, but DFLS is expecting 6"):
         model.predict(X[:, :5])
-    with pytest.raises(InputError, match="X has 7 features, but the model has 6"):
+    with pytest.raises(InputError, match="X has 7 features, but DFLS is expecting 6"):
         model.predict(np.hstack([X, X[:, :1]]))
 
 

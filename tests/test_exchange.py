@@ -14,6 +14,7 @@ from asyos.learners.substitution.online_substitution import SubstitutionOptions,
 from asyos.learners.substitution.screening import marginal_gains, screening_order
 from asyos.learners.substitution.step_size import restricted_lipschitz
 from asyos.losses import get_loss
+from asyos.learners.base import decision_values
 
 
 def reference_exchange(Z, y, loss, s, eta, order, intercept=True, passes="auto"):
@@ -126,7 +127,7 @@ def test_prescaled_data_give_the_same_support_and_equivalent_coefficients(loss_n
     S = raw.support_
     np.testing.assert_allclose(raw.raw_coef_[S] * std[S], pre.raw_coef_[S], rtol=1e-6)
     np.testing.assert_allclose(raw.coef_[S] * std[S], pre.coef_[S], rtol=1e-5, atol=1e-8)
-    np.testing.assert_allclose(raw.decision_function(X), pre.decision_function((X - mean) / std),
+    np.testing.assert_allclose(decision_values(raw, X), decision_values(pre, (X - mean) / std),
                                rtol=1e-5, atol=1e-6)
     assert raw.intercept_ == pytest.approx(pre.intercept_ - float(raw.coef_[S] @ mean[S]), rel=1e-5, abs=1e-6)
 
@@ -170,7 +171,11 @@ def test_defaults_take_the_loss_from_the_labels():
     d = make_classification(n_features=100, n_informative=5, n_samples=80, seed=1)
     model = OnlineSubstitution(budget=5).fit(d.X, d.y)
     assert model.loss_ == "squared_hinge" and set(np.unique(model.predict(d.X))) <= {-1.0, 1.0}
-    assert OnlineSubstitution(budget=5).fit(d.X, d.y * 3.0).loss_ == "squared"
+    threes = OnlineSubstitution(budget=5).fit(d.X, d.y * 3.0)           # any two labels are two classes
+    assert threes.loss_ == "squared_hinge" and list(threes.classes_) == [-3.0, 3.0]
+    assert set(np.unique(threes.predict(d.X))) <= {-3.0, 3.0}
+    varied = d.y * np.linspace(1.0, 2.0, d.y.size)                        # continuous values: regression
+    assert OnlineSubstitution(budget=5).fit(d.X, varied).loss_ == "squared"
     params = OnlineSubstitution().get_params()
     assert (params["loss"], params["passes"], params["variant"]) == ("auto", "auto", "exchange")
 

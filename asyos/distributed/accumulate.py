@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..learners.averages.stats import RunningAverages
+from ..learners.base import decision_values
 
 PROGRESS_EVERY = 5.0          # seconds between progress lines
 
@@ -183,7 +184,7 @@ def run_running_averages(config, comm=None) -> int:
     test = test_split(source)
     if test is not None:
         metrics["test_error"] = problem.loss.error(np.asarray(test[1], dtype=float),
-                                                   estimator.decision_function(test[0]))
+                                                   decision_values(estimator, test[0]))
     true_coef = source.true_coef()
     if true_coef is not None:
         from ..metrics import recall

@@ -16,9 +16,10 @@ Everything is deterministic given ``random_state``.
 from __future__ import annotations
 
 import numpy as np
+from sklearn.base import clone
 
 from ..errors import InputError
-from ..learners.base import check_positive_int
+from ..learners.base import BudgetedSelector, check_positive_int
 from ..learners.stream.sample_stream import rows_of
 from ..protocol.simulator import WorkerSchedule, check_simulation_args, choose_version
 
@@ -32,7 +33,7 @@ def worker_streams(n_samples, n_passes, n_workers, rng):
     return parts
 
 
-class AsyncSampleStream:
+class AsyncSampleStream(BudgetedSelector):
     """Run ``learner`` (a sample-stream learner, not fitted) as ``n_workers`` asynchronous workers.
 
     Parameters: ``n_workers``; ``max_staleness`` (``tau``; ``None`` = ``n_workers``); ``policy`` in
@@ -54,7 +55,7 @@ class AsyncSampleStream:
         check_positive_int(self.n_workers, "n_workers")
         tau = self.n_workers if self.max_staleness is None else self.max_staleness
         check_simulation_args(tau, self.policy, self.schedule)
-        learner = type(self.learner)(**self.learner.get_params())
+        learner = clone(self.learner)
         if getattr(learner, "lam", None) == "auto":      # the l1 weight is searched sequentially first
             learner.set_params(lam=learner.fit(X, y).lam_)
         X, y = learner._validate(X, y, reset=True)
@@ -76,17 +77,11 @@ class AsyncSampleStream:
             return getattr(self.__dict__["learner_"], name)
         raise AttributeError(name)
 
-    def predict(self, X):
-        return self.learner_.predict(X)
+    def _task(self):
+        return self.learner._task()
 
-    def decision_function(self, X):
-        return self.learner_.decision_function(X)
-
-    def get_support(self, indices=False):
-        return self.learner_.get_support(indices)
-
-    def transform(self, X):
-        return self.learner_.transform(X)
+    def __sklearn_is_fitted__(self):
+        return "learner_" in vars(self)
 
 
 def _simulate(learner, rows, y, streams, tau, policy, schedule, rng):

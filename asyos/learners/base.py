@@ -1,66 +1,191 @@
-"""The face every learner shows: scikit-learn conventions without a scikit-learn dependency.
+"""The face every learner shows: a scikit-learn estimator.
 
-The constructor stores parameters only; ``fit`` validates and learns; fitted attributes end in
-``_`` (``coef_``, ``support_``, ``n_features_in_``). ``get_support``, ``transform``,
-``decision_function`` and ``predict`` come from ``coef_`` and the loss.
+Every learner derives from ``Estimator`` (scikit-learn's ``BaseEstimator``): the constructor stores
+parameters only; ``fit`` validates them (``_parameter_constraints``, checked by scikit-learn's
+parameter validation, so that a bad value reads like scikit-learn's own messages but is raised as our
+``InputError``) and the data (scikit-learn's ``validate_data``: its messages, ``n_features_in_``,
+``feature_names_in_``); fitted attributes end in ``_``; an unfitted model raises ``NotFittedError``.
+
+**One class, two tasks.** A learner is a classifier or a regressor according to its loss (or its
+``task``), not its class: ``OnlineSubstitution(loss="logistic")`` is a classifier,
+``OnlineSubstitution(loss="squared")`` a regressor, and with ``loss="auto"`` the labels decide at
+``fit`` (two classes: classification). The scikit-learn tags follow (``estimator_type``), so that
+``is_classifier``, ``cross_val_score``'s stratified folds and the common estimator checks see the
+right kind. A classifier has ``classes_``, accepts any two labels (mapped to -1/+1 inside, the
+second class of ``classes_`` to +1), predicts them back, has ``decision_function`` (and
+``predict_proba`` with the logistic loss) and scores accuracy. A regressor has neither
+``decision_function`` nor ``classes_`` and scores R^2.
+
+``BudgetedSelector`` adds scikit-learn's ``SelectorMixin``: a fitted learner is also a transformer
+(``get_support``, ``transform``, ``fit_transform``, ``get_feature_names_out``, ``set_output``) that
+keeps the ``support_`` columns.
 """
 from __future__ import annotations
 
-import inspect
 import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.feature_selection import SelectorMixin
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils import ClassifierTags, RegressorTags
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..data.dataset import as_float_matrix, as_label_vector
 from ..errors import InputError
-from ..losses import default_loss_for_labels, get_loss
+from ..losses import get_loss
+
+TASKS = ("regression", "classification")
+MINUS_PLUS = np.array([-1.0, 1.0])
 
 
-class Parameters:
-    """``get_params`` / ``set_params`` / ``repr`` from the constructor's signature."""
+def _is_classifier(estimator) -> bool:
+    return estimator._task() == "classification"
 
-    def get_params(self, deep=True):
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {name: getattr(self, name) for name in names}
 
+def _is_probabilistic(estimator) -> bool:
+    return estimator._task() == "classification" and estimator._loss_name() == "logistic"
+
+
+class Estimator(BaseEstimator):
+    """Common face: parameter and data validation, tasks and labels, prediction and scoring.
+
+    A subclass says its task (``_task``: from the loss, or its ``task`` parameter; ``None`` while
+    ``loss="auto"`` is unfitted) and gives ``_decision(X)``, the decision values ``u = X w + b``.
+    """
+
+    _parameter_constraints: dict = {}
+
+    # -- parameters -------------------------------------------------------------------------------
     def set_params(self, **params):
-        valid = self.get_params()
-        for key, value in params.items():
-            if key not in valid:
-                raise InputError(f"{type(self).__name__} has no parameter {key!r}")
-            setattr(self, key, value)
-        return self
+        valid = self.get_params(deep=False)
+        for key in params:
+            if key.split("__", 1)[0] not in valid:
+                raise InputError(f"{type(self).__name__} has no parameter {key!r}; its parameters: "
+                                 f"{', '.join(valid)}")
+        return super().set_params(**params)
 
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
+    def _validate_params(self):
+        """scikit-learn's check of ``_parameter_constraints`` (one message format for every
+        parameter of every learner), raised as ``InputError`` (a ``ValueError``) so that the CLI
+        prints it as one line."""
+        try:
+            super()._validate_params()
+        except InvalidParameterError as error:
+            raise InputError(str(error)) from None
 
+    # -- task and labels --------------------------------------------------------------------------
+    def _loss_name(self):
+        name = getattr(self, "loss_", None) or getattr(self, "loss", None)
+        return None if name in (None, "auto") else ("hinge" if name == "hinge" else get_loss(name).name)
 
-class BudgetedSelector(Parameters):
-    """Base of the learners that keep at most ``budget`` features."""
+    def _task(self):
+        """``classification``, ``regression`` or ``None`` (not known before ``fit``)."""
+        name = self._loss_name()
+        if name is None:
+            return getattr(self, "task_", None)
+        return "classification" if name == "hinge" else get_loss(name).task
 
-    # -- validation -----------------------------------------------------------------------------
-    def _validate_data(self, X, y):
-        X = as_float_matrix(X, "X")
-        y = as_label_vector(y, X.shape[0], "y")
-        loss = get_loss(default_loss_for_labels(y) if self.loss == "auto" else self.loss)
-        loss.check_labels(y)
-        check_budget(self.budget, X.shape[1])
-        self.loss_ = loss.name
-        return X, y, loss
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        task = self._task()
+        if task == "classification":
+            tags.estimator_type = "classifier"
+            tags.classifier_tags = ClassifierTags(multi_class=False)
+        elif task == "regression":
+            tags.estimator_type = "regressor"
+            tags.regressor_tags = RegressorTags()
+        return tags
+
+    def _encode_labels(self, y, reset, classes=None):
+        """Classification: the labels as -1/+1 (``classes_[1]`` is +1). ``classes_`` is set on
+        ``reset``: from ``classes`` when given, else the two labels of ``y``; labels that are all
+        -1 or +1 mean the classes ``[-1, 1]`` even when one of them is missing (a stream's first
+        sample)."""
+        y = np.asarray(y)
+        if reset:
+            self.classes_ = _two_classes(self, y, classes)
+        else:
+            unseen = np.setdiff1d(np.unique(y), self.classes_)
+            if unseen.size:
+                raise InputError(f"y has labels {_shown(unseen)} not among classes_ {_shown(self.classes_)}")
+        return np.where(y == self.classes_[1], 1.0, -1.0)
+
+    # -- data -------------------------------------------------------------------------------------
+    def _check_data(self, X, y="no_validation", reset=True, accept_sparse=("csr", "csc")):
+        """scikit-learn's validation (messages, ``n_features_in_``, ``feature_names_in_``), float64;
+        its ``ValueError`` is raised as ``InputError`` (a ``ValueError``: the CLI prints it as one line)."""
+        try:
+            if isinstance(y, str) and y == "no_validation":
+                return validate_data(self, X, accept_sparse=accept_sparse, dtype=np.float64, reset=reset)
+            return validate_data(self, X, y, accept_sparse=accept_sparse, dtype=np.float64, reset=reset,
+                                 y_numeric=self._task() == "regression")
+        except InputError:
+            raise
+        except ValueError as error:
+            raise InputError(str(error)) from None
 
     def _check_fitted(self):
-        if not hasattr(self, "coef_"):
-            raise InputError(f"this {type(self).__name__} is not fitted yet; call fit(X, y) first")
+        check_is_fitted(self)
+
+    def __sklearn_is_fitted__(self):
+        return "n_features_in_" in vars(self)
 
     def _check_X(self, X):
         self._check_fitted()
-        X = as_float_matrix(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise InputError(f"X has {X.shape[1]} features, but {type(self).__name__} was fitted "
-                             f"with {self.n_features_in_}")
-        return X
+        return self._check_data(X, reset=False)
+
+    # -- the fitted face --------------------------------------------------------------------------
+    def _decision(self, X):
+        raise NotImplementedError
+
+    @available_if(_is_classifier)
+    def decision_function(self, X):
+        """Decision values ``u = X w + b``: ``u >= 0`` predicts ``classes_[1]``."""
+        return self._decision(X)
+
+    @available_if(_is_probabilistic)
+    def predict_proba(self, X):
+        """Logistic loss: ``P(classes_[1] | x) = 1 / (1 + exp(-u))``."""
+        from scipy.special import expit
+        p = expit(self._decision(X))
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X):
+        u = self._decision(X)
+        if self._task() == "classification":
+            return self.classes_[(u >= 0.0).astype(np.intp)]
+        return u
+
+    def score(self, X, y):
+        """Accuracy (classification) or R^2 (regression), as scikit-learn's mixins define them."""
+        if self._task() == "classification":
+            return float(accuracy_score(y, self.predict(X)))
+        return float(r2_score(y, self.predict(X)))
+
+
+class BudgetedSelector(SelectorMixin, Estimator):
+    """Base of the learners that keep at most ``budget`` features: also a feature selector."""
+
+    def _validate_data(self, X, y):
+        """Parameters, then ``X`` (float64, dense or CSR) and the labels, the loss resolved
+        (``loss_``; ``auto``: two classes mean classification, the squared hinge, else the squared
+        loss) and the budget checked against ``n_features``."""
+        self._validate_params()
+        X, y = self._check_data(X, y, accept_sparse=("csr", "csc"))
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+            X.sum_duplicates()
+        loss = get_loss(auto_loss(y) if self.loss == "auto" else self.loss)
+        self.loss_ = loss.name
+        self.task_ = loss.task
+        y = self._encode_labels(y, reset=True) if loss.task == "classification" else np.asarray(y, dtype=float)
+        check_budget(self.budget, X.shape[1])
+        return X, y, loss
 
     def _set_selection(self, X, y, loss, support, weights, intercept=None):
         """Record the selected features and their weights (and the intercept, ``None`` for a model
@@ -79,26 +204,67 @@ class BudgetedSelector(Parameters):
                 columns_dense(X, self.support_), y, loss, self.raw_coef_[self.support_], intercept)
         return self
 
-    # -- fitted face ----------------------------------------------------------------------------
-    def get_support(self, indices=False):
+    def _get_support_mask(self):
         self._check_fitted()
-        if indices:
-            return self.support_.copy()
         mask = np.zeros(self.n_features_in_, dtype=bool)
         mask[self.support_] = True
         return mask
 
-    def transform(self, X):
+    def _decision(self, X):
         X = self._check_X(X)
-        return X[:, self.support_]
+        support = self.support_
+        out = X[:, support] @ self.coef_[support]
+        return np.asarray(out, dtype=float).ravel() + getattr(self, "intercept_", 0.0)
 
-    def decision_function(self, X):
-        X = self._check_X(X)
-        out = X[:, self.support_] @ self.coef_[self.support_]
-        return np.asarray(out).ravel() + getattr(self, "intercept_", 0.0)
 
-    def predict(self, X):
-        return get_loss(getattr(self, "loss_", self.loss)).predict(self.decision_function(X))
+def decision_values(estimator, X):
+    """``u = X w + b`` of a fitted learner whatever its task: what the loss's error metrics take
+    (a regressor's ``predict``, a classifier's ``decision_function``)."""
+    if hasattr(estimator, "decision_function"):
+        return estimator.decision_function(X)
+    return estimator.predict(X)
+
+
+def auto_loss(y) -> str:
+    """``loss="auto"``: the squared hinge when ``y`` holds two classes (labels that are not
+    continuous numbers: two integers, two strings, ...), else the squared loss."""
+    y = np.asarray(y)
+    if y.dtype.kind in "OUSb":
+        return "squared_hinge"
+    values = np.unique(y)
+    return "squared_hinge" if values.size == 2 and np.all(values == np.round(values)) else "squared"
+
+
+def _two_classes(estimator, y, classes=None):
+    name = type(estimator).__name__
+    if classes is not None:
+        classes = np.unique(np.asarray(classes))
+        if classes.size != 2:
+            raise InputError(f"{name} is a binary classifier: classes must hold two labels; got {_shown(classes)}")
+        unseen = np.setdiff1d(np.unique(y), classes)
+        if unseen.size:
+            raise InputError(f"y has labels {_shown(unseen)} not among classes {_shown(classes)}")
+        return classes
+    found = np.unique(y)
+    if y.dtype.kind == "f" and not np.all(found == np.round(found)):
+        raise InputError(f"Unknown label type: continuous. {name} is a classifier but y holds continuous values "
+                         f"({_shown(found)}); use a regression loss (squared) or give class labels")
+    if found.size == 2:
+        return found
+    if found.size < 2 and y.dtype.kind in "iuf" and np.all((found == 1) | (found == -1)):
+        return MINUS_PLUS.astype(y.dtype)
+    if found.size < 2:
+        raise InputError(f"{name} is a binary classifier and y has one class ({_shown(found)}): it needs two "
+                         f"(or pass classes=[a, b] to partial_fit)")
+    raise InputError(f"Only binary classification is supported. The type of the target is multiclass: {name} "
+                     f"got {found.size} classes ({_shown(found)}); train one model per class against the rest "
+                     f"(sklearn.multiclass.OneVsRestClassifier)")
+
+
+def _shown(values, limit=5):
+    values = list(values)
+    text = ", ".join(str(v) for v in values[:limit])
+    return text + (" ..." if len(values) > limit else "")
 
 
 def check_budget(budget, n_features):
@@ -107,7 +273,7 @@ def check_budget(budget, n_features):
     if budget < 1:
         raise InputError(f"budget must be at least 1; got {budget}")
     if budget > n_features:
-        raise InputError(f"budget {budget} is larger than the number of features ({n_features})")
+        raise InputError(f"budget {budget} is larger than the number of features (n_features = {n_features})")
 
 
 def check_positive_int(value, name, minimum=1):

@@ -30,7 +30,7 @@ def check_slack(slack) -> float:
 def check_worker_count(n_workers, n_features, budget, budget_mode="split"):
     check_positive_int(n_workers, "n_workers")
     if n_workers > n_features:
-        raise InputError(f"{n_workers} workers but only {n_features} features: every worker needs "
+        raise InputError(f"{n_workers} workers but n_features = {n_features}: every worker needs "
                          f"at least one feature")
     if budget < n_workers and budget_mode == "split":
         raise InputError(f"budget {budget} is smaller than the number of workers ({n_workers}): with "

@@ -84,7 +84,7 @@ def test_a_failing_worker_ends_the_job_with_its_rank_named(mode, code, message, 
 
 @pytest.mark.parametrize("args, message", [
     (["--budget", "0"], "--budget must be at least 1"),
-    (["--n-features", "2", "--n-informative", "2"], "3 workers but only 2 features"),
+    (["--n-features", "2", "--n-informative", "2"], "3 workers but n_features = 2"),
     (["--budget", "2", "--n-features", "50", "--n-informative", "2", "--budget-mode", "split"],
      "budget 2 is smaller than the number of workers (3)"),
     (["--algorithm", "lasso"], "does not run under mpiexec"),

@@ -17,9 +17,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from ...data.dataset import as_float_matrix, as_label_vector
 from ...errors import InputError
-from ...losses import get_loss
 from .stats import RunningAverages
 from . import extractors
 from ..base import BudgetedSelector, check_budget, check_positive_float, check_positive_int
@@ -46,23 +44,39 @@ class RunningAveragesSelector(BudgetedSelector):
         self.stats_ = None
         return self.partial_fit(X, y)
 
-    def partial_fit(self, X, y):
-        """Add the samples ``(X, y)`` (dense or CSR) to the running averages."""
+    def partial_fit(self, X, y, classes=None):
+        """Add the samples ``(X, y)`` (dense or CSR) to the running averages. A classifier's first
+        call takes ``classes`` (the two labels) when its first batch may lack one of them."""
         self._check_params()
-        X = as_float_matrix(X, "X")
-        y = as_label_vector(y, X.shape[0], "y")
-        self._check_labels(y)
+        reset = getattr(self, "stats_", None) is None
+        X, y = self._check_data(X, y, reset=reset, accept_sparse="csr")
+        y = self._labels(y, reset, classes)
         self._stats_for(X.shape[1]).update(X, y)
-        self._model = None
-        return self
+        return self._touched()
 
     def learn_one(self, x, y):
-        """Add one sample: ``x`` a vector of ``n_features``, ``y`` a number."""
+        """Add one sample: ``x`` a vector of ``n_features``, ``y`` a number (or a label)."""
         self._check_params()
         x = np.asarray(x.toarray() if sp.issparse(x) else x, dtype=float).ravel()
-        self._check_labels(np.array([y], dtype=float))
-        self._stats_for(x.shape[0]).update(x, float(y))
-        self._model = None
+        reset = getattr(self, "stats_", None) is None
+        label = self._labels(np.array([y]), reset)
+        x = self._check_data(x[None, :], reset=reset)[0]
+        self._stats_for(x.shape[0]).update(x, float(label[0]))
+        return self._touched()
+
+    def _labels(self, y, reset, classes=None):
+        if self.task == "classification":
+            return self._encode_labels(y, reset, classes)
+        y = np.asarray(y)
+        if y.dtype.kind not in "iufb":
+            raise InputError(f"y must be numbers for regression; got dtype {y.dtype}")
+        return y.astype(np.float64)
+
+    def _touched(self):
+        """New samples: the model is extracted again on first use (``model_``). The cache is a
+        holder made once per fit, so that reading the model (``predict``) leaves the estimator's
+        attributes as they were."""
+        self._extracted = {}
         return self
 
     def fit_stats(self, stats: RunningAverages):
@@ -72,8 +86,10 @@ class RunningAveragesSelector(BudgetedSelector):
             raise InputError(f"fit_stats needs a RunningAverages; got {type(stats).__name__}")
         check_budget(self.budget, stats.n_features)
         self.stats_ = stats
-        self._model = None
-        return self
+        self.n_features_in_ = stats.n_features
+        if self.task == "classification":
+            self.classes_ = np.array([-1.0, 1.0])
+        return self._touched()
 
     def _stats_for(self, p):
         stats = getattr(self, "stats_", None)
@@ -93,9 +109,8 @@ class RunningAveragesSelector(BudgetedSelector):
             raise InputError(f"budget must be an integer >= 1; got {self.budget!r}")
         extractors.resolve_ridge(self.ridge, 1.0, 1)
 
-    def _check_labels(self, y):
-        if self.task == "classification":
-            get_loss("squared_hinge").check_labels(y)
+    def _task(self):
+        return self.task if self.task in TASKS else None
 
     # -- extraction -----------------------------------------------------------------------------
     def _extract_path(self, std, ks):
@@ -117,20 +132,18 @@ class RunningAveragesSelector(BudgetedSelector):
     @property
     def model_(self):
         self._check_fitted()
-        if getattr(self, "_model", None) is None:
-            self._model = self.extract()
-        return self._model
+        if "model" not in self._extracted:
+            self._extracted["model"] = self.extract()
+        return self._extracted["model"]
 
-    def _check_fitted(self):
-        if getattr(self, "stats_", None) is None:
-            raise InputError(f"this {type(self).__name__} is not fitted yet; call fit(X, y) first")
+    def __sklearn_is_fitted__(self):
+        return getattr(self, "stats_", None) is not None
 
     # the fitted attributes are views of the extracted model
     coef_ = property(lambda self: self.model_.coef)
     intercept_ = property(lambda self: self.model_.intercept)
     support_ = property(lambda self: self.model_.support)
     raw_coef_ = property(lambda self: self.model_.raw_coef)
-    n_features_in_ = property(lambda self: self._fitted_stats().n_features)
     n_samples_seen_ = property(lambda self: self._fitted_stats().n_seen)
     lam_ = property(lambda self: self.model_.lam)
     n_iter_ = property(lambda self: self.model_.n_iter)
@@ -139,25 +152,9 @@ class RunningAveragesSelector(BudgetedSelector):
         self._check_fitted()
         return self.stats_
 
-    def decision_function(self, X):
+    def _decision(self, X):
         X = self._check_X(X)
         return self.model_.decision_function(X)
-
-    def predict(self, X):
-        u = self.decision_function(X)
-        if self.task == "classification":
-            return np.where(u >= 0.0, 1.0, -1.0)
-        return u
-
-    def score(self, X, y):
-        """R^2 for regression, accuracy for classification."""
-        X = self._check_X(X)
-        y = as_label_vector(y, X.shape[0], "y")
-        if self.task == "classification":
-            return float(np.mean(self.predict(X) == y))
-        resid = y - self.decision_function(X)
-        total = float(((y - y.mean()) ** 2).sum())
-        return 1.0 - float(resid @ resid) / total if total > 0 else 0.0
 
 
 class OLSThreshold(RunningAveragesSelector):

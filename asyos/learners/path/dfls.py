@@ -29,9 +29,9 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from ...data.dataset import as_float_matrix, as_label_vector
+from ...data.dataset import as_float_matrix
 from ...errors import InputError
-from ..base import Parameters, check_positive_float
+from ..base import Estimator, check_positive_float
 from .batch_solvers import BatchResult, solve_batch
 from .penalties import GroupLasso, make_penalty
 from .solution_path import PathOptions, PathProblem, follow_path, newton_polish
@@ -40,7 +40,7 @@ PENALTIES = ("group_lasso", "lp")
 DEFAULT_EXPONENT = 4.0
 
 
-class DFLS(Parameters):
+class DFLS(Estimator):
     """Group-lasso or l_p-penalized least squares whose feature set can grow and shrink.
 
     Parameters
@@ -196,11 +196,11 @@ class DFLS(Parameters):
     def fit(self, X, y):
         """Solve the batch problem on ``X`` (FISTA or L-BFGS, then Newton on the active set)."""
         self._check_params()
+        X, y = self._check_data(X, y, accept_sparse="csr")
+        if X.shape[0] < 2:
+            raise InputError(f"X has {X.shape[0]} sample; DFLS needs at least 2 samples")
         Z, mean, scale = self._columns(X, "X")
         n = Z.shape[0]
-        if n < 2:
-            raise InputError(f"X has {n} row; DFLS needs at least 2 samples")
-        y = as_label_vector(y, n, "y")
         self.y_mean_ = float(y.mean()) if self.fit_intercept else 0.0
         self.y_ = y - self.y_mean_
         self._store_design(Z, spare=max(8, -(-Z.shape[1] // 4)))     # room to add features without a copy
@@ -237,6 +237,8 @@ class DFLS(Parameters):
         problem = PathProblem(self.gram_, self.xty_, np.zeros(self.gram_.shape[0], dtype=bool), penalty, self.alpha)
         self.kkt_residual_ = problem.kkt_residual(self.w_, 1.0)
         self.n_features_in_ = self.w_.size
+        if getattr(self, "feature_names_in_", np.empty(self.w_.size)).size != self.w_.size:
+            del self.feature_names_in_          # features were added or removed: the names no longer apply
         self.coef_ = self.w_ / self.x_scale_
         self.intercept_ = self.y_mean_ - float(self.x_mean_ @ self.coef_)
         self.support_ = np.flatnonzero(self.w_)
@@ -328,25 +330,12 @@ class DFLS(Parameters):
                            w0=w0, tol=tol)
 
     # -- fitted face ----------------------------------------------------------------------------
-    def _check_fitted(self):
-        if not hasattr(self, "w_"):
-            raise InputError("this DFLS is not fitted yet; call fit(X, y) first")
+    def _task(self):
+        return "regression"
 
-    def decision_function(self, X):
-        self._check_fitted()
-        X = as_float_matrix(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise InputError(f"X has {X.shape[1]} features, but the model has {self.n_features_in_}")
-        return np.asarray(X @ self.coef_).ravel() + self.intercept_
-
-    predict = decision_function
-
-    def score(self, X, y):
-        """R^2 of ``predict(X)``."""
-        y = as_label_vector(y, X.shape[0], "y")
-        resid = y - self.predict(X)
-        total = np.sum((y - y.mean()) ** 2)
-        return float(1.0 - resid @ resid / total) if total > 0 else float("nan")
+    def _decision(self, X):
+        X = self._check_X(X)
+        return np.asarray(X @ self.coef_, dtype=float).ravel() + self.intercept_
 
     def objective(self) -> float:
         """``1/(2n) ||X w - y||^2 + alpha R(w)`` of the standardized problem."""

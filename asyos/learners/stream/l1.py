@@ -61,19 +61,19 @@ class L1Learner(SampleStreamLearner):
             return super().fit(X, y)
         return self._search_lam(lambda: super(L1Learner, self).fit(X, y))
 
-    def partial_fit(self, X, y):
+    def partial_fit(self, X, y, classes=None):
         if self.lam != "auto":
             self.lam_ = self.lam
         elif not hasattr(self, "_state"):        # the first batch of lam="auto": search lam on it
             def first_batch():
                 self.__dict__.pop("_state", None)   # every try starts afresh on the batch
-                super(L1Learner, self).partial_fit(X, y)
+                super(L1Learner, self).partial_fit(X, y, classes=classes)
             try:
                 return self._search_lam(first_batch)
             except Exception:
                 self.__dict__.pop("_state", None)   # a failed first batch leaves the model unfitted
                 raise
-        return super().partial_fit(X, y)
+        return super().partial_fit(X, y, classes=classes)
 
     def _search_lam(self, run):
         """``search_l1_weight`` over ``run()`` (a fit at ``self.lam_``); keeps the model it chose."""

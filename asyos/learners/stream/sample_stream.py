@@ -32,7 +32,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from ...data.dataset import as_float_matrix, as_label_vector
+from ...data.dataset import as_float_matrix
 from ...errors import DivergenceError, InputError
 from ...losses import get_loss
 from . import _stream_kernels as K
@@ -108,8 +108,10 @@ class SampleStreamLearner(BudgetedSelector):
                 self._run_rows(self._state, *rows, y, rng.permutation(n).astype(np.int64))
         return self._touched()._check_finite()
 
-    def partial_fit(self, X, y):
-        X, y = self._validate(X, y, reset=not hasattr(self, "_state"))
+    def partial_fit(self, X, y, classes=None):
+        """Continue with the rows of ``X`` in the order given. A classifier's first call takes
+        ``classes`` (the two labels) when its first batch may lack one of them."""
+        X, y = self._validate(X, y, reset=not hasattr(self, "_state"), classes=classes)
         with np.errstate(over="ignore", invalid="ignore"):
             self._run_rows(self._state, *rows_of(X), y, np.arange(X.shape[0], dtype=np.int64))
         return self._touched()._check_finite()
@@ -132,8 +134,7 @@ class SampleStreamLearner(BudgetedSelector):
             raise InputError(f"x has {row.shape[0]} features, but {type(self).__name__} was fitted with "
                              f"{self.n_features_in_}")
         row = as_float_matrix(row[None, :], "x")[0]
-        label = as_label_vector(np.atleast_1d(np.asarray(y)), 1, "y")
-        stream_loss(self.loss)[0].check_labels(label)
+        label = self._labels(np.atleast_1d(np.asarray(y)), reset=False)
         index = np.flatnonzero(row)
         values = row[index] / self.scale_[index] if self.scale is not None else row[index]
         self._run_rows(self._state, np.array([0, index.size], dtype=np.int64), index.astype(np.int64), values,
@@ -145,26 +146,24 @@ class SampleStreamLearner(BudgetedSelector):
             return max(1, math.ceil(2 * p / n))
         return self.passes
 
-    def _validate(self, X, y, reset):
-        X = as_csr(X)
-        y = as_label_vector(y, X.shape[0], "y")
+    def _validate(self, X, y, reset, classes=None):
         if self.loss not in STREAM_LOSSES:
             raise InputError(f"unknown loss {self.loss!r}; choose one of: {', '.join(STREAM_LOSSES)}")
         face, code = stream_loss(self.loss)
         if face.task not in self.tasks:
             raise InputError(f"{self._name()} is a {' or '.join(self.tasks)} learner; the {self.loss} loss "
                              f"is for {face.task}")
-        face.check_labels(y)
+        if reset:
+            self._validate_params()
+        X, y = self._check_data(X, y, reset=reset, accept_sparse=("csr", "csc"))
+        X = as_csr(X)
+        y = self._labels(y, reset, classes)
         p = X.shape[1]
         if reset:
             self._check_common(p)
             self._check_params(p)
-            self.n_features_in_ = p
             self.scale_ = self._fit_scale(X)
             self._state = self._new_state(p, code)
-        elif p != self.n_features_in_:
-            raise InputError(f"X has {p} features, but {type(self).__name__} was fitted with "
-                             f"{self.n_features_in_}")
         if self.scale is not None:
             X = X @ sp.diags(1.0 / self.scale_, format="csr")
             X.sort_indices()
@@ -240,19 +239,16 @@ class SampleStreamLearner(BudgetedSelector):
             raise AttributeError("online_accuracy_ is defined for classification")
         return 1.0 - int(self._state.counts[-1]) / max(int(self._state.counts[0]), 1)
 
-    def decision_function(self, X):
+    def _labels(self, y, reset, classes=None):
+        """The labels as the row loops read them: -1/+1 for a classifier (``classes_``), floats else."""
+        if stream_loss(self.loss)[0].task == "classification":
+            return self._encode_labels(y, reset, classes)
+        return np.asarray(y, dtype=np.float64)
+
+    def _decision(self, X):
         X = self._check_X(X)
         support = self.support_
-        return np.asarray(X[:, support] @ self.coef_[support]).ravel()
-
-    def predict(self, X):
-        return stream_loss(self.loss)[0].predict(self.decision_function(X))
-
-    def score(self, X, y):
-        """Accuracy (classification) or minus the RMSE (regression): larger is better."""
-        face = stream_loss(self.loss)[0]
-        err = face.error(as_label_vector(y, X.shape[0], "y"), self.decision_function(X))
-        return 1.0 - err if face.task == "classification" else -err
+        return np.asarray(X[:, support] @ self.coef_[support], dtype=float).ravel()
 
 
 class StreamState:

@@ -1,0 +1,80 @@
+"""Every registered estimator passes scikit-learn's estimator checks (``parametrize_with_checks``).
+
+Each algorithm is checked once per task it serves: as a regressor (squared loss, ``task="regression"``)
+and as a classifier (a classification loss, ``task="classification"``), since the loss decides what a
+learner is. ``budget=1`` fits every data set the checks use (some have one feature). A check may be
+expected to fail only with the reason the algorithm forces, in ``EXPECTED_FAILURES``.
+"""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from asyos import AsyncSampleStream, BudgetedARDA
+from asyos.registry import all_algorithms
+
+CLASSIFICATION_LOSS = "squared_hinge"
+# check_regressors_train asks R^2 > 0.5 on 200 samples with one informative feature (the best model's
+# R^2 is 0.80). The sample-stream learners' default steps are set for classification on data scaled by
+# the largest |value| (scale="maxabs"): for regression they need many passes (R^2 after 20 / 50 / 100
+# passes: B-ARDA 0.46 / 0.62 / 0.72, RDA 0.40 / 0.50 / 0.56, TSGD 0.51 / 0.73 / 0.79, B-AMD and OFS 0.80
+# from 20). SFSA anneals from the first mini-batch down to the budget over ``horizon`` mini-batches (default:
+# one pass, here 8 of 25 samples): that is too short at n = 200 (the informative feature is dropped, R^2
+# 0.00); over 40 mini-batches of 25 it is kept (R^2 0.80). With mini-batches of 5 (the common tests'
+# setting, for speed) the first gradients are too noisy whatever the horizon (R^2 0.00-0.01 for 40 to 4000).
+STREAM_REGRESSION = {"passes": 100}
+ALGORITHM_REGRESSION = {"sfsa": {"batch_size": 25, "horizon": 40}}
+
+
+def configurations(spec):
+    """``(id, estimator)`` for each task of ``spec``: its class with the test parameters, budget 1."""
+    cls = spec.estimator_class
+    signature = inspect.signature(cls.__init__).parameters
+    params = dict(spec.test_params)
+    if "budget" in signature:
+        params["budget"] = 1
+    for task in spec.tasks:
+        chosen = dict(params)
+        if "task" in signature:
+            chosen["task"] = task
+        elif "loss" in signature:
+            default = signature["loss"].default
+            default_task = {"squared": "regression", "auto": None}.get(default, "classification")
+            if default_task != task:
+                chosen["loss"] = "squared" if task == "regression" else CLASSIFICATION_LOSS
+        if task == "regression" and spec.family == "stream":
+            chosen.update(STREAM_REGRESSION, **ALGORITHM_REGRESSION.get(spec.name, {}))
+        yield f"{spec.name}-{task}", cls(**chosen)
+
+
+ESTIMATORS = [estimator for spec in all_algorithms() for _, estimator in configurations(spec)]
+ESTIMATORS += [AsyncSampleStream(BudgetedARDA(budget=1, passes=2), n_workers=2),
+               AsyncSampleStream(BudgetedARDA(budget=1, loss="squared", **STREAM_REGRESSION), n_workers=2)]
+
+# (class name, check name) -> the reason the algorithm forces
+EXPECTED_FAILURES: dict[tuple[str, str], str] = {
+    ("AdaFOBOS", "check_regressors_train"): "online l1 (FOBOS step): the l1 weight that leaves one feature shrinks "
+                                            "its coefficient to about 0 (R^2 0.0002-0.02 for eta 0.01-1)",
+    ("OPG", "check_regressors_train"): "online l1 at the budget's weight with the thesis' eta=0.01 shrinks the one "
+                                       "coefficient left (R^2 0.02 after 10 passes; 0.79 with eta=1)",
+}
+
+
+def expected_failures(estimator):
+    name = type(estimator).__name__
+    return {check: reason for (cls, check), reason in EXPECTED_FAILURES.items() if cls == name}
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failures)
+def test_scikit_learn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+def test_every_registered_algorithm_is_checked():
+    checked = {type(e).__name__ for e in ESTIMATORS}
+    assert {spec.class_name for spec in all_algorithms()} <= checked
+    assert "AsyncSampleStream" in checked
+    assert np.all([hasattr(e, "fit") for e in ESTIMATORS])
