@@ -179,9 +179,9 @@ class RunConfig:
         from .data.sharding import SHARDING_SCHEMES
         from .protocol.simulator import POLICIES, SCHEDULES
 
-        get_algorithm(self.algorithm)
+        spec = get_algorithm(self.algorithm)
         if self.loss != "auto":
-            get_loss(self.loss)
+            get_loss(self.loss, smooth=spec.family != "stream")     # the row loops take the hinge too
         if self.synthetic not in ("regression", "classification"):
             raise InputError(f"--synthetic must be regression or classification; got {self.synthetic!r}")
         _require(self.index_base in ("auto", "0", "1", 0, 1),

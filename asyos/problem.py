@@ -54,7 +54,8 @@ def resolve_problem(config, source, y) -> Problem:
         else:
             loss = get_loss(default_loss_for_labels(y))
     else:
-        loss = get_loss(config.loss)
+        from .registry import get_algorithm
+        loss = get_loss(config.loss, smooth=get_algorithm(config.algorithm).family != "stream")
     loss.check_labels(y, where=f"the labels of {source.name}")
     if config.budget is not None:
         budget = config.budget

@@ -64,7 +64,8 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--n-test", type=int, help="synthetic test samples (default n)")
     g = p.add_argument_group("model")
     g.add_argument("--budget", type=int, help="features to keep (default: the true s of synthetic data)")
-    g.add_argument("--loss", help="squared, squared_hinge, logistic or auto (default: from the labels)")
+    g.add_argument("--loss", help="squared, squared_hinge, logistic, hinge (sample-stream learners only) or auto "
+                                 "(default: from the labels; the choices are asyos.losses.TABLE)")
     g.add_argument("--passes", type=_passes, help="OS: scans over the features, or auto (default: until a pass "
                                                   "changes nothing, 2 to 10; 3 with --variant kdd16); sample-stream "
                                                   "learners: passes over the samples (default ceil(2 p / n), ECML'18's)")

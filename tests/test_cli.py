@@ -114,7 +114,7 @@ BAD = [
     (["--data", "{d}/ok.npz", "--budget", "3", "--simulate", "--workers", "9"], "9 workers but n_features = 8"),
     (["--data", "{d}/ok.npz", "--budget", "3", "--simulate", "--workers", "4", "--budget-mode", "split"],
      "budget 3 is smaller"),
-    (["--loss", "hinge"], "unknown loss 'hinge'"),
+    (["--loss", "hinge"], "the hinge loss is not smooth"),
     (["--push-mode", "pipelined", "--max-staleness", "3"], "use it with --push-mode each-step"),
     (["--push-mode", "eager"], "unknown --push-mode 'eager'"),
     (["--transport", "tcp"], "unknown --transport 'tcp'"),

@@ -46,7 +46,7 @@ def test_flags_override_the_file(tmp_path):
 @pytest.mark.parametrize("text, message", [
     ("budget = 2.5\n", "budget must be int"), ("bugdet = 3\n", "unknown setting 'bugdet'"),
     ("budget = \n", "not valid TOML"), ("[other]\nx = 1\n", "unexpected table"),
-    ("loss = 'hinge'\n", "unknown loss"), ("passes = 0\n", "passes must be at least 1"),
+    ("loss = 'hinge'\n", "hinge loss is not smooth"), ("passes = 0\n", "passes must be at least 1"),
     ("algorithm = 'grafting'\n", "unknown algorithm 'grafting'"),
     ("n_informative = 30\nn_features = 20\n", "larger than --n-features")])
 def test_bad_config_files_are_named(tmp_path, text, message):

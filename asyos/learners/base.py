@@ -79,14 +79,14 @@ class Estimator(BaseEstimator):
     # -- task and labels --------------------------------------------------------------------------
     def _loss_name(self):
         name = getattr(self, "loss_", None) or getattr(self, "loss", None)
-        return None if name in (None, "auto") else ("hinge" if name == "hinge" else get_loss(name).name)
+        return None if name in (None, "auto") else get_loss(name, smooth=False).name
 
     def _task(self):
         """``classification``, ``regression`` or ``None`` (not known before ``fit``)."""
         name = self._loss_name()
         if name is None:
             return getattr(self, "task_", None)
-        return "classification" if name == "hinge" else get_loss(name).task
+        return get_loss(name, smooth=False).task
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

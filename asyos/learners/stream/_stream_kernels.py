@@ -19,6 +19,9 @@ Ordering: every top-B choice is a strict total order on ``(score, rank)``: a lar
 equal score goes to the smaller rank (the feature index, or minus it where the lower index must
 lose), so results never depend on the order in which candidates were met.
 
+The loss of a row loop is ``losses.dloss1(code, y, u)``, ``code`` from the one table of losses
+(``asyos.losses.TABLE``: squared, squared hinge, logistic, and the hinge of OFS).
+
 Without numba (or with ``ASYOS_KERNELS=numpy``) the same functions run as plain Python: correct
 but slow; the tests compare both against the dense per-sample transcriptions in
 ``tests/test_sample_stream_oracles.py``.
@@ -28,7 +31,8 @@ from __future__ import annotations
 import math
 import os
 
-LOSS_CODES = {"squared": 0, "squared_hinge": 1, "logistic": 2, "hinge": 3}
+from ...losses import dloss1
+
 NORM_REFRESH = 1024           # OFS recomputes its running sum of squares exactly this often
 
 
@@ -43,25 +47,8 @@ def _make_jit():
 
 
 jit, COMPILED = _make_jit()
-
-
-# -- losses on one sample (asyos.losses with n = 1; hinge is the margin rule of OFS) ------------
-@jit
-def dloss1(code, y, u):
-    """``d loss / du`` of one sample: 0 squared ``u - y``; 1 squared hinge ``-y max(0, 1 - y u)``;
-    2 logistic ``-y expit(-y u)``; 3 hinge (a subgradient) ``-y [y u < 1]``."""
-    if code == 0:
-        return u - y
-    if code == 1:
-        slack = 1.0 - y * u
-        return -y * slack if slack > 0.0 else 0.0
-    if code == 2:
-        z = y * u
-        if z > 0.0:
-            e = math.exp(-z)
-            return -y * e / (1.0 + e)
-        return -y / (1.0 + math.exp(z))
-    return -y if y * u < 1.0 else 0.0
+if COMPILED:
+    from ... import _compiled_losses      # losses.dloss1(code, y, u) compiled: a branch per loss of the table
 
 
 @jit
@@ -644,3 +631,7 @@ def batch_gradient(indptr, indices, data, rows, dl, factor, g):
             r = rows[j]
             for k in range(indptr[r], indptr[r + 1]):
                 g[indices[k]] += a * data[k]
+
+
+if COMPILED:
+    _compiled_losses.refresh_cache(globals())

@@ -34,22 +34,19 @@ import scipy.sparse as sp
 
 from ...data.dataset import as_float_matrix
 from ...errors import DivergenceError, InputError
-from ...losses import get_loss
+from ...losses import LOSSES, get_loss
 from . import _stream_kernels as K
 from ..base import BudgetedSelector, check_budget, check_positive_float, check_positive_int
 
-STREAM_LOSSES = ("squared", "squared_hinge", "logistic", "hinge")
+STREAM_LOSSES = tuple(LOSSES)                # every loss of the table, the hinge of OFS included
 SCALES = (None, "maxabs")
 
 
 def stream_loss(name):
-    """``(face, code)``: the ``Loss`` that checks labels and predicts, and the kernel's loss code.
-    ``hinge`` (the margin rule of OFS) predicts like the other classification losses."""
-    key = str(name)
-    if key == "hinge":
-        return get_loss("squared_hinge"), K.LOSS_CODES["hinge"]
-    face = get_loss(key)
-    return face, K.LOSS_CODES[face.name]
+    """``(face, code)``: the ``Loss`` that checks labels and predicts, and the kernel's loss code
+    (``losses.TABLE``; ``hinge``, the margin rule of OFS, is not smooth, which the row loops allow)."""
+    face = get_loss(str(name), smooth=False)
+    return face, face.code
 
 
 def as_csr(X, where="X"):

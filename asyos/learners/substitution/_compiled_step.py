@@ -1,47 +1,35 @@
 """The compiled functions behind ``kernels.py`` (imported only when numba is installed).
 
-Module-level, so that numba's on-disk cache finds them again in the next process.
+Module-level, so that numba's on-disk cache finds them again in the next process. The loss is the
+one of ``asyos/losses.py`` with the code ``code`` (``losses.TABLE``), evaluated per sample by the
+table's scalar functions (``_compiled_losses.py`` compiles them into these loops).
 """
 import math
 
 import numba
 import numpy as np
 
+from ... import _compiled_losses
+from ...losses import LOSS_CODES, d2loss1, dloss1, value1
+
 jit = numba.njit(cache=True, nogil=True)
+SQUARED = LOSS_CODES["squared"]     # the loss whose curvature is 1 everywhere: ``exchange_step`` uses x^T x
 
 
 @jit
 def dloss_raw(code, y, u, out):
-    """``n dL/du`` into ``out`` (``losses.py``: 0 squared, 1 squared hinge, 2 logistic)."""
-    n = u.shape[0]
-    if code == 0:
-        for i in range(n):
-            out[i] = u[i] - y[i]
-    elif code == 1:
-        for i in range(n):
-            slack = 1.0 - y[i] * u[i]
-            out[i] = -(max(slack, 0.0) * y[i])
-    else:
-        for i in range(n):
-            out[i] = -((1.0 / (1.0 + math.exp(y[i] * u[i]))) * y[i])     # expit(-y u) y, negated
+    """``n dL/du`` into ``out`` (``Loss.dloss_raw``)."""
+    for i in range(u.shape[0]):
+        out[i] = dloss1(code, y[i], u[i])
 
 
 @jit
 def value(code, y, u, tmp):
-    """The loss ``L(u)`` (``losses.py``); ``tmp`` is scratch of length n."""
+    """The loss ``L(u)`` (``Loss.value``); ``tmp`` is scratch of length n (the per-sample losses)."""
     n = u.shape[0]
-    if code < 2:
-        if code == 0:
-            dloss_raw(0, y, u, tmp)                                         # the residual u - y
-        else:
-            for i in range(n):
-                tmp[i] = max(0.0, 1.0 - y[i] * u[i])                        # the slack
-        return 0.5 * np.dot(tmp, tmp) / n
-    total = 0.0
     for i in range(n):
-        t = -y[i] * u[i]
-        total += max(t, 0.0) + math.log1p(math.exp(-abs(t)))           # logaddexp(0, t)
-    return total / n
+        tmp[i] = value1(code, y[i], u[i])
+    return tmp.sum() / n
 
 
 @jit
@@ -110,18 +98,9 @@ def propose_step(code, XS, m, w, u, y, xj, retained_scale, new_scale, budget, ch
 
 @jit
 def d2loss_raw(code, y, u, out):
-    """``n d^2L/du^2`` into ``out`` (``losses.py``)."""
-    n = u.shape[0]
-    if code == 0:
-        for i in range(n):
-            out[i] = 1.0
-    elif code == 1:
-        for i in range(n):
-            out[i] = 1.0 if y[i] * u[i] < 1.0 else 0.0
-    else:
-        for i in range(n):
-            z = 1.0 / (1.0 + math.exp(-(y[i] * u[i])))
-            out[i] = (1.0 - z) * z
+    """``n d^2L/du^2`` into ``out`` (``Loss.d2loss_raw``)."""
+    for i in range(u.shape[0]):
+        out[i] = d2loss1(code, y[i], u[i])
 
 
 @jit
@@ -143,11 +122,11 @@ def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check,
     of the new weights overflow."""
     n = u.shape[0]
     dloss_raw(code, y, u, g)
-    if code != 0:
+    if code != SQUARED:
         d2loss_raw(code, y, u, h)
     guard = retained_step(XS, m, g, retained_scale, gS, dw, delta)
     gj = np.dot(xj, g)
-    if code == 0:
+    if code == SQUARED:
         cj = np.dot(xj, xj)
         for i in range(n):
             v[i] = xj[i]
@@ -166,7 +145,7 @@ def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check,
             delta[i] += wj * xj[i]
         return 1, m, wj, False                                          # ENTER
     np.dot(XS[:m], v, a[:m])
-    if code == 0:
+    if code == SQUARED:
         for k in range(m):
             c[k] = curv[k]
     else:
@@ -205,3 +184,6 @@ def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check,
         for i in range(n):
             delta[i] += wk * XS[k, i]
     return action, k, wj, checked
+
+
+_compiled_losses.refresh_cache(globals())

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import os
 
-LOSS_CODES = {"squared": 0, "squared_hinge": 1, "logistic": 2}
+from ...losses import LOSS_CODES as _ALL_CODES, SMOOTH_LOSSES
+
+LOSS_CODES = {name: code for name, code in _ALL_CODES.items() if name in SMOOTH_LOSSES}   # what OS can use
 BACKENDS = ("auto", "numba", "numpy")
 DIVERGED = -1
 AUTO_MIN_STEPS = 50_000
