@@ -29,10 +29,13 @@ loop on it; nothing of size ``d`` is built.
 largest absolute value in the data seen so far, the data of the current call included: ``fit``
 takes it over ``X`` (features absent there keep scale 1), each ``partial_fit`` raises it to the
 largest values of its ``X`` before learning from it, each ``learn_one`` to its row's (in the
-compiled step: a running max over the stream). This
-keeps sparsity, makes the default step sizes meaningful whatever the units (arcene counts up to
-999, farm_ads 0/1), and ``coef_`` is reported in the original units (the weights divided by the
-current scale). ``scale=None`` learns on the data as given (the ECML'18 protocol, with its grid
+compiled step: a running max over the stream, so ``learn_one`` row by row is ``partial_fit`` row by
+row, bit for bit). This keeps sparsity, makes the default step sizes meaningful whatever the units
+(arcene counts up to 999, farm_ads 0/1), and ``coef_`` is reported in the original units (the
+weights divided by the current scale). It used to cost ``learn_one`` 3x its time: a one-row sparse
+matrix went through ``partial_fit``, which built a ``d x d`` diagonal and a matrix product per call;
+now it is 50 divisions in the compiled step (``bench_learn_one.py``: 1.2x ``scale=None``'s time, the
+rest being the different model it learns). ``scale=None`` learns on the data as given (the ECML'18 protocol, with its grid
 search). For unbounded features (Gaussian, say) the largest value grows with ``n``, and with it the
 effective step: there, standardize the data or use ``scale=None`` with a step chosen for the data.
 
@@ -128,6 +131,7 @@ class _OneRow:
         self.absmax = model._absmax
         self.scaling = model.scale is not None
         self.width = -1 if model._named else model.n_features_in_     # dense rows' width (-1: dict rows)
+        self.names = model._names
         self.buffers = (self.idx, self.val, self.indptr, self.absmax, self.scaling)
         face = stream_loss(model.loss)[0]
         self.classification = face.task == "classification"
@@ -241,11 +245,22 @@ class SampleStreamLearner(BudgetedSelector):
     def learn_one(self, x, y):
         """Learn from one sample: ``x`` a 1-D array, a one-row sparse matrix or a dict ``{name: value}``;
         ``y`` its label (``_encode_label``)."""
-        one = self.__dict__.get("_one")
-        if (one is not None and type(x) is np.ndarray and one.width == x.shape[0] and x.ndim == 1
-                and x.dtype == np.float64 and x.flags.c_contiguous and one.state is self._state):
-            if K.prepare_dense(x, *one.buffers) < 0:   # the common case, checked in the fewest steps
+        one = self.__dict__.get("_one")            # the common cases first, checked in the fewest steps
+        if one is None or one.state is not self.__dict__.get("_state"):
+            one = self._one_row(x, learn=True)
+        elif type(x) is np.ndarray and one.width == x.shape[0] and x.ndim == 1 and x.dtype == np.float64 \
+                and x.flags.c_contiguous:
+            if K.prepare_dense(x, *one.buffers) < 0:
                 raise InputError("x contains NaN or infinite values")
+        elif type(x) is dict and one.width < 0:
+            try:                                    # every name known: no new column
+                cols = np.fromiter(map(one.names.__getitem__, x), np.int64, len(x))
+                values = np.fromiter(x.values(), np.float64, len(x))
+            except (KeyError, TypeError, ValueError):
+                one = self._one_row(x, learn=True)
+            else:
+                if K.prepare_sparse(cols, values, *one.buffers) < 0:
+                    raise InputError("x contains NaN or infinite values")
         else:
             one = self._one_row(x, learn=True)
         one.y[0] = self._encode_label(y, one)
@@ -285,8 +300,8 @@ class SampleStreamLearner(BudgetedSelector):
                 one = self._row_model(named=True, width=len(x), learn=learn)
             self._check_kind(named=True)
             cols, values = self._dict_columns(x, learn)
-            if learn and cols.shape[0] and cols.max() >= one.absmax.shape[0]:
-                self._grow(int(cols.max()) + 1)
+            if learn and self.n_features_in_ > one.absmax.shape[0]:
+                self._grow(self.n_features_in_)
                 one = self._row_model(named=True, width=0, learn=learn)
             n = K.prepare_sparse(cols, values, one.idx, one.val, one.indptr, one.absmax, one.scaling and learn)
         else:
