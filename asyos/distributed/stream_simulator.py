@@ -20,7 +20,6 @@ from sklearn.base import clone
 
 from ..errors import InputError
 from ..learners.base import BudgetedSelector, check_positive_int
-from ..learners.stream.sample_stream import rows_of
 from ..protocol.simulator import WorkerSchedule, check_simulation_args, choose_version
 
 
@@ -58,17 +57,14 @@ class AsyncSampleStream(BudgetedSelector):
         learner = clone(self.learner)
         if getattr(learner, "lam", None) == "auto":      # the l1 weight is searched sequentially first
             learner.set_params(lam=learner.fit(X, y).lam_)
-        X, y = learner._validate(X, y, reset=True)
-        n = X.shape[0]
+        rows = learner.start(X, y)                        # the learner's public step API only
+        n = rows.n_rows
         if self.n_workers > n:
             raise InputError(f"{self.n_workers} workers but only {n} samples: every worker needs a sample")
         rng = np.random.default_rng(learner.random_state)
-        streams = worker_streams(n, learner._n_passes(n, X.shape[1]), self.n_workers, rng)
-        if hasattr(learner._state, "horizon"):            # SFSA's maturity: the mini-batches of one pass
-            learner._state.horizon = learner._horizon(n)
-        self.staleness_, self.n_events_ = _simulate(learner, rows_of(X), y, streams, int(tau), self.policy,
-                                                    self.schedule, np.random.default_rng(self.random_state))
-        learner._touched()
+        streams = worker_streams(n, rows.passes, self.n_workers, rng)
+        self.staleness_, self.n_events_ = _simulate(learner, rows, streams, int(tau), self.policy, self.schedule,
+                                                    np.random.default_rng(self.random_state))
         self.learner_ = learner
         return self
 
@@ -84,14 +80,13 @@ class AsyncSampleStream(BudgetedSelector):
         return "learner_" in vars(self)
 
 
-def _simulate(learner, rows, y, streams, tau, policy, schedule, rng):
-    indptr, indices, data = rows
-    state = learner._state
+def _simulate(learner, rows, streams, tau, policy, schedule, rng):
+    indptr, indices, data = rows.indptr, rows.indices, rows.data
     batch = getattr(learner, "batch_size", 1)
     history = np.zeros((tau + 1, learner.n_features_in_)) if tau > 0 else None
     version = 0
     if history is not None:
-        history[0] = learner._weights(state)
+        history[0] = learner.weights()
     floors = [0] * len(streams)
     cursor = [(0, 0)] * len(streams)                      # (pass, offset): batches never straddle passes
     schedule = WorkerSchedule([i for i, s in enumerate(streams) if sum(map(len, s))], schedule, rng)
@@ -109,12 +104,12 @@ def _simulate(learner, rows, y, streams, tau, policy, schedule, rng):
         if read != version:
             w = history[read % (tau + 1)]
             margins = np.array([data[indptr[r]:indptr[r + 1]] @ w[indices[indptr[r]:indptr[r + 1]]] for r in order])
-        learner._run_rows(state, indptr, indices, data, y, order, margins)
+        learner.step_rows(rows, order, margins)
         counts[version - read] += 1
         version += 1
         floors[i] = version
         if history is not None:
-            history[version % (tau + 1)] = learner._weights(state)
+            history[version % (tau + 1)] = learner.weights()
         if part == len(streams[i]):
             schedule.retire(slot)
     return _summary(counts), version

@@ -253,6 +253,8 @@ def _two_classes(estimator, y, classes=None):
         return found
     if found.size < 2 and y.dtype.kind in "iuf" and np.all((found == 1) | (found == -1)):
         return MINUS_PLUS.astype(y.dtype)
+    if found.size < 2 and y.dtype.kind == "b":
+        return np.array([False, True])
     if found.size < 2:
         raise InputError(f"{name} is a binary classifier and y has one class ({_shown(found)}): it needs two "
                          f"(or pass classes=[a, b] to partial_fit)")

@@ -1,6 +1,6 @@
 """The search for the l1 weight whose model meets a budget of ``s`` non-zero features.
 
-Used by the l1 stream learners (``lam="auto"``, ``asyos.learners.l1``), the running-averages OLasso /
+Used by the l1 stream learners (``lam="auto"``, ``asyos.learners.stream.l1``), the running-averages OLasso /
 OElnet / OMCP (thesis Alg. 5, ``extractors.penalized_path``) and the batch ``LassoToBudget``
 (scikit-learn's Lasso, and the C of its L1 classifiers, searched as the weight ``1/C``).
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...errors import InputError
 from . import _stream_kernels as K
-from .sample_stream import SampleStreamLearner, StreamState, check_rate, margins_arg
+from .sample_stream import SampleStreamLearner, StreamState, check_rate
 
 STEPS = ("dual-averaging", "mirror-descent")
 TRUNCATIONS = {"quadratic": 2, "linear": 1}
@@ -48,10 +48,13 @@ class AdaptiveTruncation(SampleStreamLearner):
         See ``asyos.learners.stream.sample_stream``.
     random_state : int or None
         Seed of the pass orders.
+    n_features : int or None
+        The width of dict rows (``learn_one``; ``None``: grows with the names met), see
+        ``asyos.learners.stream.sample_stream``.
     """
 
     def __init__(self, budget=10, step="dual-averaging", truncation="quadratic", eta=0.1, lam=1e-4, delta=1e-2,
-                 loss="squared_hinge", passes="auto", scale="maxabs", random_state=0):
+                 loss="squared_hinge", passes="auto", scale="maxabs", random_state=0, n_features=None):
         self.budget = budget
         self.step = step
         self.truncation = truncation
@@ -62,6 +65,7 @@ class AdaptiveTruncation(SampleStreamLearner):
         self.passes = passes
         self.scale = scale
         self.random_state = random_state
+        self.n_features = n_features
 
     def _check_params(self, n_features):
         if self.step not in STEPS:
@@ -84,14 +88,11 @@ class AdaptiveTruncation(SampleStreamLearner):
         return StreamState(w=np.zeros(p), stamp=np.zeros(p, dtype=np.int64), cand=np.zeros(p, dtype=np.int64),
                            scores=np.zeros(p), counts=np.zeros(4, dtype=np.int64), **common)
 
-    def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
-        margins, given = margins_arg(margins)
+    def _kernel(self, s):
         if self.step == "dual-averaging":
-            K.barda_rows(s.sg, s.sq, s.h, s.active, s.mpos, s.members, s.heap, s.hpos, s.hkey, s.ranks, s.counts,
-                         s.params, indptr, indices, data, y, order, margins, given)
-        else:
-            K.bamd_rows(s.w, s.sq, s.mpos, s.members, s.stamp, s.cand, s.scores, s.ranks, s.counts, s.params,
-                        indptr, indices, data, y, order, margins, given)
+            return K.barda_rows, (s.sg, s.sq, s.h, s.active, s.mpos, s.members, s.heap, s.hpos, s.hkey, s.ranks,
+                                  s.counts, s.params)
+        return K.bamd_rows, (s.w, s.sq, s.mpos, s.members, s.stamp, s.cand, s.scores, s.ranks, s.counts, s.params)
 
     def _weights(self, s):
         if self.step == "mirror-descent":
@@ -113,9 +114,9 @@ class BudgetedARDA(AdaptiveTruncation):
     algorithm_name = "b-arda"
 
     def __init__(self, budget=10, step="dual-averaging", truncation="quadratic", eta=0.03, lam=1e-4, delta=1e-2,
-                 loss="squared_hinge", passes="auto", scale="maxabs", random_state=0):
+                 loss="squared_hinge", passes="auto", scale="maxabs", random_state=0, n_features=None):
         super().__init__(budget=budget, step=step, truncation=truncation, eta=eta, lam=lam, delta=delta, loss=loss,
-                         passes=passes, scale=scale, random_state=random_state)
+                         passes=passes, scale=scale, random_state=random_state, n_features=n_features)
 
 
 class BudgetedAMD(AdaptiveTruncation):
@@ -124,6 +125,6 @@ class BudgetedAMD(AdaptiveTruncation):
     algorithm_name = "b-amd"
 
     def __init__(self, budget=10, step="mirror-descent", truncation="linear", eta=0.1, lam=1e-4, delta=1e-2,
-                 loss="squared_hinge", passes="auto", scale="maxabs", random_state=0):
+                 loss="squared_hinge", passes="auto", scale="maxabs", random_state=0, n_features=None):
         super().__init__(budget=budget, step=step, truncation=truncation, eta=eta, lam=lam, delta=delta, loss=loss,
-                         passes=passes, scale=scale, random_state=random_state)
+                         passes=passes, scale=scale, random_state=random_state, n_features=n_features)

@@ -36,7 +36,7 @@ import numpy as np
 from ...errors import DivergenceError, InputError
 from . import _stream_kernels as K
 from ..budget_search import search_l1_weight
-from .sample_stream import SampleStreamLearner, StreamState, check_rate, margins_arg
+from .sample_stream import SampleStreamLearner, StreamState, check_rate
 
 SEARCH = {"start": 1.0, "factor": 10.0, "max_expand": 12, "max_bisect": 30, "max_steps": 43, "precision": 1e-4}
 
@@ -102,15 +102,24 @@ class L1Learner(SampleStreamLearner):
         self._state, self._cache = best.model
         return self
 
+    def _stream_params(self):
+        """A stream goes on with the searched ``lam_``; ``learn_one`` on an unfitted model with
+        ``lam='auto'`` has no batch to search it on."""
+        if self.lam != "auto":
+            self.lam_ = self.lam
+        elif getattr(self, "lam_", None) is None:
+            raise InputError(f"{self._name()}.learn_one on an unfitted model needs a numeric lam; lam='auto' "
+                             f"searches it over a fit or the first partial_fit")
+
 
 class L1ARDA(L1Learner):
     """l1-ARDA (ECML'18's baseline). Parameters: ``budget``, ``lam`` (``"auto"`` or the l1 weight),
-    ``eta``, ``delta``, ``loss``, ``passes``, ``scale``, ``random_state``."""
+    ``eta``, ``delta``, ``loss``, ``passes``, ``scale``, ``random_state``, ``n_features``."""
 
     algorithm_name = "l1-arda"
 
     def __init__(self, budget=10, lam="auto", eta=0.3, delta=1e-2, loss="squared_hinge", passes="auto",
-                 scale="maxabs", random_state=0):
+                 scale="maxabs", random_state=0, n_features=None):
         self.budget = budget
         self.lam = lam
         self.eta = eta
@@ -119,6 +128,7 @@ class L1ARDA(L1Learner):
         self.passes = passes
         self.scale = scale
         self.random_state = random_state
+        self.n_features = n_features
 
     def _check_params(self, n_features):
         super()._check_params(n_features)
@@ -129,10 +139,8 @@ class L1ARDA(L1Learner):
         return StreamState(sg=np.zeros(p), sq=np.zeros(p), counts=np.zeros(3, dtype=np.int64),
                            params=np.array([self.eta, self._lam_value(), self.delta, code], dtype=float))
 
-    def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
-        margins, given = margins_arg(margins)
-        K.l1arda_rows(s.sg, s.sq, s.counts, s.params, indptr, indices, data, y, order,
-                      margins, given)
+    def _kernel(self, s):
+        return K.l1arda_rows, (s.sg, s.sq, s.counts, s.params)
 
     def _weights(self, s):
         t = s.counts[0]
@@ -152,10 +160,8 @@ class _Proximal(L1Learner):
                            params=np.array([self.eta, self._lam_value(), self.lam2, delta, float(self.adaptive),
                                             code], dtype=float))
 
-    def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
-        margins, given = margins_arg(margins)
-        K.prox_rows(s.w, s.sq, s.last, s.counts, s.params, indptr, indices, data, y, order,
-                    margins, given)
+    def _kernel(self, s):
+        return K.prox_rows, (s.w, s.sq, s.last, s.counts, s.params)
 
     def _weights(self, s):
         K.prox_settle(s.w, s.sq, s.last, s.counts[0], s.params)
@@ -170,13 +176,13 @@ class _Proximal(L1Learner):
 class AdaFOBOS(_Proximal):
     """Ada-FOBOS (ECML'18's baseline): the diagonal AdaGrad step, then soft-thresholding by
     ``lam eta / H``. Parameters: ``budget``, ``lam``, ``eta``, ``delta``, ``lam2`` (an l2 weight,
-    default 0), ``loss``, ``passes``, ``scale``, ``random_state``."""
+    default 0), ``loss``, ``passes``, ``scale``, ``random_state``, ``n_features``."""
 
     algorithm_name = "ada-fobos"
     adaptive = True
 
     def __init__(self, budget=10, lam="auto", eta=0.1, delta=1e-2, lam2=0.0, loss="squared_hinge",
-                 passes="auto", scale="maxabs", random_state=0):
+                 passes="auto", scale="maxabs", random_state=0, n_features=None):
         self.budget = budget
         self.lam = lam
         self.eta = eta
@@ -186,6 +192,7 @@ class AdaFOBOS(_Proximal):
         self.passes = passes
         self.scale = scale
         self.random_state = random_state
+        self.n_features = n_features
 
     def _check_params(self, n_features):
         super()._check_params(n_features)
@@ -195,12 +202,12 @@ class AdaFOBOS(_Proximal):
 class OPG(_Proximal):
     """OPG / FOBOS: ``w <- soft(w - eta g, eta lam) / (1 + eta lam2)`` (l1, plus l2 with ``lam2 > 0``,
     the thesis' choice for classification). Parameters: ``budget``, ``lam``, ``lam2``, ``eta``,
-    ``loss``, ``passes``, ``scale``, ``random_state``."""
+    ``loss``, ``passes``, ``scale``, ``random_state``, ``n_features``."""
 
     algorithm_name = "opg"
 
     def __init__(self, budget=10, lam="auto", lam2=0.0, eta=0.01, loss="squared", passes="auto",
-                 scale="maxabs", random_state=0):
+                 scale="maxabs", random_state=0, n_features=None):
         self.budget = budget
         self.lam = lam
         self.lam2 = lam2
@@ -209,17 +216,18 @@ class OPG(_Proximal):
         self.passes = passes
         self.scale = scale
         self.random_state = random_state
+        self.n_features = n_features
 
 
 class RDA(L1Learner):
     """l1-RDA (Xiao 2010): ``w_i = -soft(G_i / t, lam) / (lam2 + gamma / sqrt(t))``.
     Parameters: ``budget``, ``lam``, ``lam2``, ``gamma``, ``loss``, ``passes``, ``scale``,
-    ``random_state``."""
+    ``random_state``, ``n_features``."""
 
     algorithm_name = "rda"
 
     def __init__(self, budget=10, lam="auto", lam2=0.0, gamma=10.0, loss="squared", passes="auto",
-                 scale="maxabs", random_state=0):
+                 scale="maxabs", random_state=0, n_features=None):
         self.budget = budget
         self.lam = lam
         self.lam2 = lam2
@@ -228,6 +236,7 @@ class RDA(L1Learner):
         self.passes = passes
         self.scale = scale
         self.random_state = random_state
+        self.n_features = n_features
 
     def _check_params(self, n_features):
         super()._check_params(n_features)
@@ -238,10 +247,8 @@ class RDA(L1Learner):
         return StreamState(sg=np.zeros(p), counts=np.zeros(3, dtype=np.int64),
                            params=np.array([self._lam_value(), self.lam2, self.gamma, code], dtype=float))
 
-    def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
-        margins, given = margins_arg(margins)
-        K.rda_rows(s.sg, s.counts, s.params, indptr, indices, data, y, order,
-                   margins, given)
+    def _kernel(self, s):
+        return K.rda_rows, (s.sg, s.counts, s.params)
 
     def _weights(self, s):
         t = s.counts[0]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _stream_kernels as K
-from .sample_stream import SampleStreamLearner, StreamState, check_rate, margins_arg
+from .sample_stream import SampleStreamLearner, StreamState, check_rate
 
 
 class OFS(SampleStreamLearner):
@@ -22,13 +22,13 @@ class OFS(SampleStreamLearner):
 
     Parameters: ``budget``; ``eta`` and ``lam`` (the ball has radius ``1/sqrt(lam)``; ``lam = 0``: no
     projection and no shrinkage); ``loss`` (default ``hinge``, Wang et al.'s); ``passes``, ``scale``,
-    ``random_state`` as in ``asyos.learners.stream.sample_stream``.
+    ``random_state``, ``n_features`` as in ``asyos.learners.stream.sample_stream``.
     """
 
     algorithm_name = "ofs"
 
     def __init__(self, budget=10, eta=0.1, lam=1e-2, loss="hinge", passes="auto", scale="maxabs",
-                 random_state=0):
+                 random_state=0, n_features=None):
         self.budget = budget
         self.eta = eta
         self.lam = lam
@@ -36,6 +36,7 @@ class OFS(SampleStreamLearner):
         self.passes = passes
         self.scale = scale
         self.random_state = random_state
+        self.n_features = n_features
 
     def _check_params(self, n_features):
         check_rate(self.eta, "eta")
@@ -47,10 +48,8 @@ class OFS(SampleStreamLearner):
                            ranks=-np.arange(p, dtype=np.int64), counts=np.zeros(4, dtype=np.int64),
                            params=np.array([self.eta, self.lam, self.budget, code], dtype=float))
 
-    def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
-        margins, given = margins_arg(margins)
-        K.ofs_rows(s.v, s.scale, s.heap, s.hpos, s.hkey, s.ranks, s.counts, s.params, indptr, indices, data, y,
-                   order, margins, given)
+    def _kernel(self, s):
+        return K.ofs_rows, (s.v, s.scale, s.heap, s.hpos, s.hkey, s.ranks, s.counts, s.params)
 
     def _weights(self, s):
         return s.v * s.scale[0]
@@ -61,20 +60,22 @@ class SOFS(SampleStreamLearner):
 
     Parameters: ``budget``; ``gamma`` (AROW's ``r``; the ECML'18 code uses ``1e5`` on raw data and
     grid-searches ``1/gamma``); ``loss`` (classification; the update is AROW's whatever it is);
-    ``passes``, ``scale``, ``random_state`` as in ``asyos.learners.stream.sample_stream``. Among equal
+    ``passes``, ``scale``, ``random_state``, ``n_features`` as in ``asyos.learners.stream.sample_stream``. Among equal
     variances (all features start at 1) the lower index is kept.
     """
 
     algorithm_name = "sofs"
     tasks = ("classification",)
 
-    def __init__(self, budget=10, gamma=10.0, loss="hinge", passes="auto", scale="maxabs", random_state=0):
+    def __init__(self, budget=10, gamma=10.0, loss="hinge", passes="auto", scale="maxabs", random_state=0,
+                 n_features=None):
         self.budget = budget
         self.gamma = gamma
         self.loss = loss
         self.passes = passes
         self.scale = scale
         self.random_state = random_state
+        self.n_features = n_features
 
     def _check_params(self, n_features):
         check_rate(self.gamma, "gamma")
@@ -91,10 +92,8 @@ class SOFS(SampleStreamLearner):
                            counts=np.array([0, self.budget, 0, 0], dtype=np.int64),
                            params=np.array([self.gamma], dtype=float))
 
-    def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
-        margins, given = margins_arg(margins)
-        K.sofs_rows(s.mu, s.sigma, s.heap, s.hpos, s.ranks, s.counts, s.params, indptr, indices, data, y,
-                    order, margins, given)
+    def _kernel(self, s):
+        return K.sofs_rows, (s.mu, s.sigma, s.heap, s.hpos, s.ranks, s.counts, s.params)
 
     def _weights(self, s):
         return s.mu.copy()
@@ -102,4 +101,4 @@ class SOFS(SampleStreamLearner):
     @property
     def variance_(self):
         self._check_fitted()
-        return self._state.sigma / self.scale_ ** 2
+        return self._state.sigma[:self.n_features_in_] / self.scale_ ** 2

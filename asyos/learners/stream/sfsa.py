@@ -36,6 +36,7 @@ class _MiniBatchThresholding(SampleStreamLearner):
     """Mini-batch gradient steps plus a thresholding rule (``_keep_count``)."""
 
     method = "sgd"
+    fixed_width = True              # the annealing schedule and the thresholding run over all p features
 
     def _check_params(self, n_features):
         check_rate(self.eta, "eta")
@@ -126,13 +127,13 @@ class SFSA(_MiniBatchThresholding):
     default 10 as in the thesis' OFSA); ``horizon`` (``T``, in mini-batches; ``"auto"``: the
     mini-batches of one pass over the data of the first ``fit``/``partial_fit``); ``batch_size``
     (default 25, the thesis'); ``method`` (``sgd``, ``nesterov`` = SFSA-AG, ``adam``); ``loss``,
-    ``passes``, ``scale``, ``random_state``.
+    ``passes``, ``scale``, ``random_state``, ``n_features``.
     """
 
     algorithm_name = "sfsa"
 
     def __init__(self, budget=10, eta=0.1, lam=1e-4, mu=10.0, horizon="auto", batch_size=25, method="sgd",
-                 loss="squared", passes="auto", scale="maxabs", random_state=0):
+                 loss="squared", passes="auto", scale="maxabs", random_state=0, n_features=None):
         self.budget = budget
         self.eta = eta
         self.lam = lam
@@ -144,6 +145,7 @@ class SFSA(_MiniBatchThresholding):
         self.passes = passes
         self.scale = scale
         self.random_state = random_state
+        self.n_features = n_features
 
     def _check_params(self, n_features):
         super()._check_params(n_features)
@@ -168,13 +170,13 @@ class TSGD(_MiniBatchThresholding):
     """Truncated stochastic gradient descent (thesis Alg. 2).
 
     Parameters: ``budget`` (``k``); ``eta``; ``lam``; ``truncate`` (``"end"`` or ``"every"`` mini-batch);
-    ``batch_size``; ``loss``, ``passes``, ``scale``, ``random_state``.
+    ``batch_size``; ``loss``, ``passes``, ``scale``, ``random_state``, ``n_features``.
     """
 
     algorithm_name = "tsgd"
 
     def __init__(self, budget=10, eta=0.03, lam=1e-4, truncate="end", batch_size=25, loss="squared",
-                 passes="auto", scale="maxabs", random_state=0):
+                 passes="auto", scale="maxabs", random_state=0, n_features=None):
         self.budget = budget
         self.eta = eta
         self.lam = lam
@@ -184,6 +186,7 @@ class TSGD(_MiniBatchThresholding):
         self.passes = passes
         self.scale = scale
         self.random_state = random_state
+        self.n_features = n_features
 
     def _check_params(self, n_features):
         super()._check_params(n_features)
