@@ -688,15 +688,15 @@ def small():
 
 def test_bad_parameters(small):
     X, y = small
-    with pytest.raises(InputError, match="unknown penalty 'ridge'"):
+    with pytest.raises(InputError, match="The 'penalty' parameter of DFLS must be a str among .* Got 'ridge'"):
         DFLS("ridge").fit(X, y)
     for alpha in (0.0, -1.0):
-        with pytest.raises(InputError, match=r"alpha must be a finite number > 0"):
+        with pytest.raises(InputError, match=r"The 'alpha' parameter of DFLS must be a float in the range \(0.0, inf\)"):
             DFLS(alpha=alpha).fit(X, y)
-    with pytest.raises(InputError, match="alpha must be a number"):
+    with pytest.raises(InputError, match="The 'alpha' parameter of DFLS must be a float"):
         DFLS(alpha="big").fit(X, y)
     for p in (1.0, 0.5):
-        with pytest.raises(InputError, match="exponent must be > 1"):
+        with pytest.raises(InputError, match="The 'exponent' parameter of DFLS must be a float in the range \\(1.0, inf\\) or None"):
             DFLS("lp", exponent=p).fit(X, y)
     with pytest.raises(InputError, match="exponent applies to penalty='lp' only"):
         DFLS("group_lasso", exponent=4).fit(X, y)

@@ -163,7 +163,7 @@ def test_a_budget_below_the_worker_count_is_fine_when_global():
 def test_budget_mode_settings_are_checked(uneven):
     X, y, _ = uneven
     assert default_cap(64, 12) == 16 and default_cap(64, 2) == 64
-    with pytest.raises(InputError, match="unknown budget mode"):
+    with pytest.raises(InputError, match="The 'budget_mode' parameter of AsyncOnlineSubstitution must be a str among"):
         AsyncOnlineSubstitution(budget=16, budget_mode="shared").fit(X, y)
     with pytest.raises(InputError, match="cap 20 is larger than the budget"):
         AsyncOnlineSubstitution(budget=16, budget_mode="global", cap=20).fit(X, y)
@@ -171,8 +171,9 @@ def test_budget_mode_settings_are_checked(uneven):
         AsyncOnlineSubstitution(budget=16, cap=4, budget_mode="split", sharding="contiguous").fit(X, y)
     with pytest.raises(InputError, match="slack applies"):
         AsyncOnlineSubstitution(budget=16, slack=0.5, budget_mode="split", sharding="contiguous").fit(X, y)
+    message = "The 'slack' parameter of AsyncOnlineSubstitution must be a float in the range \\(0.0, 1.0\\] or None"
     for bad in (0.0, 1.5, float("nan")):
-        with pytest.raises(InputError, match="slack must be in"):
+        with pytest.raises(InputError, match=message):
             AsyncOnlineSubstitution(budget=16, budget_mode="global", slack=bad).fit(X, y)
 
 

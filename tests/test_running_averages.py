@@ -338,7 +338,7 @@ def test_classification_predicts_signs_and_checks_labels():
     assert model.score(X[400:], labels[400:]) > 0.85
     with pytest.raises(InputError, match="continuous values"):
         OLSThreshold(budget=4, task="classification").fit(X, y)
-    with pytest.raises(InputError, match="task must be"):
+    with pytest.raises(InputError, match="The 'task' parameter of OLSThreshold must be a str among"):
         OLSThreshold(budget=4, task="ranking").fit(X, labels)
 
 

@@ -12,7 +12,6 @@ labels and predicts ``sign(decision_function)``.
 """
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,7 +19,8 @@ import scipy.sparse as sp
 from ...errors import InputError
 from .stats import RunningAverages
 from . import extractors
-from ..base import BudgetedSelector, check_budget, check_positive_float, check_positive_int
+from ..base import BudgetedSelector, check_budget
+from ..params import BOOLEAN, BUDGET, Interval, Real, StrOptions, count, non_negative, positive, unit
 
 TASKS = ("regression", "classification")
 
@@ -29,6 +29,9 @@ class RunningAveragesSelector(BudgetedSelector):
     """Shared face; subclasses name the extractor (``_extract_path``) and its parameters."""
 
     method = ""
+    _parameter_constraints = {"budget": BUDGET, "task": [StrOptions(set(TASKS))], "forgetting": [positive(), None],
+                              "ridge": [non_negative(), StrOptions({"auto"})], "refit": BOOLEAN,
+                              "forget_by": [StrOptions({"sample", "batch"})]}
 
     def __init__(self, budget=10, task="regression", forgetting=None, ridge="auto", refit=True, forget_by="sample"):
         self.budget = budget
@@ -101,13 +104,9 @@ class RunningAveragesSelector(BudgetedSelector):
         return stats
 
     def _check_params(self):
-        if self.task not in TASKS:
-            raise InputError(f"task must be one of {', '.join(TASKS)}; got {self.task!r}")
-        if self.forgetting is not None:
-            check_positive_float(self.forgetting, "forgetting")
-        if not isinstance(self.budget, numbers.Integral) or isinstance(self.budget, bool) or self.budget < 1:
-            raise InputError(f"budget must be an integer >= 1; got {self.budget!r}")
-        extractors.resolve_ridge(self.ridge, 1.0, 1)
+        """The declared constraints, checked when a model starts (not on every ``learn_one``)."""
+        if getattr(self, "stats_", None) is None:
+            self._validate_params()
 
     def _task(self):
         return self.task if self.task in TASKS else None
@@ -182,14 +181,9 @@ class OFSA(RunningAveragesSelector):
         self.momentum = momentum
         self.step = step
 
-    def _check_params(self):
-        super()._check_params()
-        check_positive_int(self.n_iter, "n_iter")
-        check_positive_int(self.warm_up, "warm_up", minimum=0)
-        check_positive_float(self.mu, "mu", inclusive=True)
-        check_positive_float(self.momentum, "momentum", inclusive=True)
-        if self.step != "auto":
-            check_positive_float(self.step, "step")
+    _parameter_constraints = {**RunningAveragesSelector._parameter_constraints, "n_iter": [count(1)],
+                              "warm_up": [count(0)], "mu": [non_negative()], "momentum": [non_negative()],
+                              "step": [positive(), StrOptions({"auto"})]}
 
     def _extract_path(self, std, ks):
         return extractors.ofsa_path(std, ks, n_iter=self.n_iter, warm_up=self.warm_up, mu=self.mu,
@@ -207,11 +201,9 @@ class _Penalized(RunningAveragesSelector):
         self.tol = tol
         self.max_sweeps = max_sweeps
 
-    def _check_params(self):
-        super()._check_params()
-        check_positive_int(self.max_steps, "max_steps")
-        check_positive_int(self.max_sweeps, "max_sweeps")
-        check_positive_float(self.tol, "tol")
+    _parameter_constraints = {**RunningAveragesSelector._parameter_constraints, "exact": BOOLEAN,
+                              "max_steps": [count(1)], "max_sweeps": [count(1)], "tol": [positive()],
+                              "l1_ratio": [unit()], "gamma": [Interval(Real, 1, None, closed="neither")]}
 
     def _penalty_params(self):
         return {}

@@ -22,11 +22,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...data.shard import FeatureShard
-from ...errors import InputError
 from ...truncation import keep_top_k, project_l0
 from ..base import BudgetedSelector, check_positive_float, check_positive_int
 from ..budget_search import search_l1_weight
 from ..substitution.step_size import restricted_lipschitz
+from ..params import BOOLEAN, BUDGET, SEED, Interval, Real, count, positive
 
 
 class ProjectedGradient(BudgetedSelector):
@@ -35,6 +35,9 @@ class ProjectedGradient(BudgetedSelector):
     Stops when ``||w_new - w|| <= tol * max(||w||, 1e-12)`` or after ``max_iter`` iterations.
     Attributes: ``coef_``, ``raw_coef_``, ``support_``, ``n_iter_``, ``objective_path_``.
     """
+
+    _parameter_constraints = {"budget": BUDGET, "loss": "no_validation",     # get_loss names the choices
+                              "max_iter": [count(1)], "tol": [positive()], "refit": BOOLEAN, "random_state": SEED}
 
     def __init__(self, budget=10, loss="squared", max_iter=500, tol=1e-7, refit=True, random_state=0):
         self.budget = budget
@@ -103,6 +106,10 @@ class LassoToBudget(BudgetedSelector):
     (classification), ``n_fits_``, ``search_path_`` (every ``(alpha or C, non-zeros)`` fitted).
     """
 
+    _parameter_constraints = {"budget": BUDGET, "loss": "no_validation",     # get_loss names the choices
+                              "n_alphas": [count(2)], "eps": [Interval(Real, 0, 1, closed="neither")],
+                              "refit": BOOLEAN, "random_state": SEED}
+
     def __init__(self, budget=10, loss="squared", n_alphas=100, eps=1e-3, refit=True, random_state=0):
         self.budget = budget
         self.loss = loss
@@ -113,10 +120,6 @@ class LassoToBudget(BudgetedSelector):
 
     def fit(self, X, y):
         X, y, loss = self._validate_data(X, y)
-        try:
-            import sklearn  # noqa: F401
-        except ImportError:
-            raise InputError("the lasso baseline needs scikit-learn: pip install scikit-learn") from None
         start = time.perf_counter()
         if loss.name == "squared":
             coef = self._lasso_path(X, y)

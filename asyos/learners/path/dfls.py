@@ -31,10 +31,11 @@ import scipy.sparse as sp
 
 from ...data.dataset import as_float_matrix
 from ...errors import InputError
-from ..base import Estimator, check_positive_float
+from ..base import Estimator
 from .batch_solvers import BatchResult, solve_batch
 from .penalties import GroupLasso, make_penalty
 from .solution_path import PathOptions, PathProblem, follow_path, newton_polish
+from ..params import BOOLEAN, Interval, Real, StrOptions, non_negative, positive
 
 PENALTIES = ("group_lasso", "lp")
 DEFAULT_EXPONENT = 4.0
@@ -80,27 +81,20 @@ class DFLS(Estimator):
         self.start_theta = start_theta
 
     # -- parameters -----------------------------------------------------------------------------
+    _parameter_constraints = {
+        "penalty": [StrOptions(set(PENALTIES))], "alpha": [positive()],
+        "exponent": [Interval(Real, 1, None, closed="neither"), None], "groups": ["array-like", None],
+        "fit_intercept": BOOLEAN, "standardize": BOOLEAN, "tol": [positive()], "ode_method": [str],
+        "ode_rtol": [positive()], "ode_atol": [positive()], "correction": [non_negative()],
+        "entry_step": [positive()], "start_theta": [Interval(Real, 0, 0.5, closed="neither")]}
+
     def _check_params(self):
-        if self.penalty not in PENALTIES:
-            raise InputError(f"unknown penalty {self.penalty!r}; choose 'group_lasso' or 'lp'")
-        check_positive_float(self.alpha, "alpha")
+        self._validate_params()
         if self.penalty == "lp":
-            p = DEFAULT_EXPONENT if self.exponent is None else check_positive_float(self.exponent, "exponent")
-            if p <= 1:
-                raise InputError(f"exponent must be > 1 (the l_p penalty is convex and smooth only then); "
-                                 f"got {self.exponent!r}")
             if self.groups is not None:
                 raise InputError("groups apply to penalty='group_lasso' only")
         elif self.exponent is not None:
             raise InputError("exponent applies to penalty='lp' only")
-        check_positive_float(self.tol, "tol")
-        check_positive_float(self.ode_rtol, "ode_rtol")
-        check_positive_float(self.ode_atol, "ode_atol")
-        check_positive_float(self.correction, "correction", inclusive=True)
-        check_positive_float(self.entry_step, "entry_step")
-        start = check_positive_float(self.start_theta, "start_theta")
-        if start >= 0.5:
-            raise InputError(f"start_theta must be in (0, 0.5); got {self.start_theta!r}")
         return PathOptions(method=self.ode_method, rtol=self.ode_rtol, atol=self.ode_atol,
                            correction=float(self.correction), entry_step=float(self.entry_step),
                            start_theta=float(self.start_theta))

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import InputError
 from . import _stream_kernels as K
-from .sample_stream import SampleStreamLearner, StreamState, check_rate
+from .sample_stream import SampleStreamLearner, StreamState
+from ..params import StrOptions, non_negative, positive
 
 STEPS = ("dual-averaging", "mirror-descent")
 TRUNCATIONS = {"quadratic": 2, "linear": 1}
@@ -53,6 +53,10 @@ class AdaptiveTruncation(SampleStreamLearner):
         ``asyos.learners.stream.sample_stream``.
     """
 
+    _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "step": [StrOptions(set(STEPS))],
+                              "truncation": [StrOptions(set(TRUNCATIONS))], "eta": [positive()],
+                              "lam": [non_negative()], "delta": [positive()]}
+
     def __init__(self, budget=10, step="dual-averaging", truncation="quadratic", eta=0.1, lam=1e-4, delta=1e-2,
                  loss="squared_hinge", passes="auto", scale="maxabs", random_state=0, n_features=None):
         self.budget = budget
@@ -67,14 +71,6 @@ class AdaptiveTruncation(SampleStreamLearner):
         self.random_state = random_state
         self.n_features = n_features
 
-    def _check_params(self, n_features):
-        if self.step not in STEPS:
-            raise InputError(f"unknown step {self.step!r}; choose one of: {', '.join(STEPS)}")
-        if self.truncation not in TRUNCATIONS:
-            raise InputError(f"unknown truncation {self.truncation!r}; choose one of: {', '.join(TRUNCATIONS)}")
-        check_rate(self.eta, "eta")
-        check_rate(self.lam, "lam", allow_zero=True)
-        check_rate(self.delta, "delta")
 
     def _new_state(self, p, code):
         params = np.array([self.eta, self.lam, self.delta, self.budget, code, TRUNCATIONS[self.truncation]], dtype=float)

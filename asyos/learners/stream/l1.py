@@ -36,7 +36,8 @@ import numpy as np
 from ...errors import DivergenceError, InputError
 from . import _stream_kernels as K
 from ..budget_search import search_l1_weight
-from .sample_stream import SampleStreamLearner, StreamState, check_rate
+from .sample_stream import SampleStreamLearner, StreamState
+from ..params import StrOptions, count, non_negative, positive
 
 SEARCH = {"start": 1.0, "factor": 10.0, "max_expand": 12, "max_bisect": 30, "max_steps": 43, "precision": 1e-4}
 
@@ -49,10 +50,12 @@ class L1Learner(SampleStreamLearner):
     def _lam_value(self):
         return self.lam_ if self.lam == "auto" else self.lam
 
+    _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "budget": [count(1), None],
+                              "lam": [non_negative(), StrOptions({"auto"})], "eta": [positive()],
+                              "delta": [positive()], "lam2": [non_negative()], "gamma": [positive()]}
+
     def _check_params(self, n_features):
-        if self.lam != "auto":
-            check_rate(self.lam, "lam", allow_zero=True)
-        elif self.budget is None:
+        if self.lam == "auto" and self.budget is None:
             raise InputError("lam='auto' searches the l1 weight for a budget: give budget, or a numeric lam")
 
     def fit(self, X, y):
@@ -130,11 +133,6 @@ class L1ARDA(L1Learner):
         self.random_state = random_state
         self.n_features = n_features
 
-    def _check_params(self, n_features):
-        super()._check_params(n_features)
-        check_rate(self.eta, "eta")
-        check_rate(self.delta, "delta")
-
     def _new_state(self, p, code):
         return StreamState(sg=np.zeros(p), sq=np.zeros(p), counts=np.zeros(3, dtype=np.int64),
                            params=np.array([self.eta, self._lam_value(), self.delta, code], dtype=float))
@@ -167,11 +165,6 @@ class _Proximal(L1Learner):
         K.prox_settle(s.w, s.sq, s.last, s.counts[0], s.params)
         return s.w.copy()
 
-    def _check_params(self, n_features):
-        super()._check_params(n_features)
-        check_rate(self.eta, "eta")
-        check_rate(self.lam2, "lam2", allow_zero=True)
-
 
 class AdaFOBOS(_Proximal):
     """Ada-FOBOS (ECML'18's baseline): the diagonal AdaGrad step, then soft-thresholding by
@@ -193,10 +186,6 @@ class AdaFOBOS(_Proximal):
         self.scale = scale
         self.random_state = random_state
         self.n_features = n_features
-
-    def _check_params(self, n_features):
-        super()._check_params(n_features)
-        check_rate(self.delta, "delta")
 
 
 class OPG(_Proximal):
@@ -237,11 +226,6 @@ class RDA(L1Learner):
         self.scale = scale
         self.random_state = random_state
         self.n_features = n_features
-
-    def _check_params(self, n_features):
-        super()._check_params(n_features)
-        check_rate(self.gamma, "gamma")
-        check_rate(self.lam2, "lam2", allow_zero=True)
 
     def _new_state(self, p, code):
         return StreamState(sg=np.zeros(p), counts=np.zeros(3, dtype=np.int64),

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _stream_kernels as K
-from .sample_stream import SampleStreamLearner, StreamState, check_rate
+from .sample_stream import SampleStreamLearner, StreamState
+from ..params import non_negative, positive
 
 
 class OFS(SampleStreamLearner):
@@ -26,6 +27,8 @@ class OFS(SampleStreamLearner):
     """
 
     algorithm_name = "ofs"
+    _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "eta": [positive()],
+                              "lam": [non_negative()]}
 
     def __init__(self, budget=10, eta=0.1, lam=1e-2, loss="hinge", passes="auto", scale="maxabs",
                  random_state=0, n_features=None):
@@ -38,9 +41,6 @@ class OFS(SampleStreamLearner):
         self.random_state = random_state
         self.n_features = n_features
 
-    def _check_params(self, n_features):
-        check_rate(self.eta, "eta")
-        check_rate(self.lam, "lam", allow_zero=True)
 
     def _new_state(self, p, code):
         return StreamState(v=np.zeros(p), scale=np.array([1.0, 0.0]), heap=np.zeros(self.budget, dtype=np.int64),
@@ -77,8 +77,6 @@ class SOFS(SampleStreamLearner):
         self.random_state = random_state
         self.n_features = n_features
 
-    def _check_params(self, n_features):
-        check_rate(self.gamma, "gamma")
 
     def _new_state(self, p, code):
         kept = np.arange(self.budget, dtype=np.int64)

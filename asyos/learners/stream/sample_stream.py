@@ -61,7 +61,6 @@ Learners that are budgeted (all but the l1 family) satisfy ``||w||_0 <= budget``
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -70,7 +69,8 @@ from ...data.dataset import as_float_matrix
 from ...errors import DivergenceError, InputError
 from ...losses import LOSSES, get_loss
 from . import _stream_kernels as K
-from ..base import BudgetedSelector, check_budget, check_positive_float, check_positive_int
+from ..base import BudgetedSelector, check_budget
+from ..params import BUDGET, PASSES, SEED, StrOptions, count
 
 STREAM_LOSSES = tuple(LOSSES)                # every loss of the table, the hinge of OFS included
 SCALES = (None, "maxabs")
@@ -148,6 +148,9 @@ class SampleStreamLearner(BudgetedSelector):
 
     tasks = ("regression", "classification")
     budgeted_every_step = True
+    _parameter_constraints = {"budget": BUDGET, "loss": [StrOptions(set(STREAM_LOSSES))], "passes": PASSES,
+                              "scale": [StrOptions({"maxabs"}), None], "random_state": SEED,
+                              "n_features": [count(1), None]}
     fixed_width = False             # True: the learner's rule depends on p (dict rows need n_features)
     INITIAL_CAPACITY = 64           # columns of a growing dict model's first state
 
@@ -401,9 +404,9 @@ class SampleStreamLearner(BudgetedSelector):
 
     def _begin(self, p, capacity, code, named):
         """A fresh state of ``capacity`` columns for a model of ``p`` features (checks the parameters)."""
+        self._validate_params()
         width = self.n_features
         if width is not None:
-            check_positive_int(width, "n_features")
             if not named and p != width:
                 raise InputError(f"X has {p} features, but n_features={width} was declared")
         self._check_common(capacity)
@@ -436,8 +439,6 @@ class SampleStreamLearner(BudgetedSelector):
         """``X`` (sklearn's validation, then canonical CSR), the labels as the loops read them (a
         classifier's as -1/+1, ``classes_`` set on ``reset``) and the loss code."""
         face, code = self._loss_code()
-        if reset:
-            self._validate_params()
         X, y = self._check_data(X, y, reset=reset, accept_sparse=("csr", "csc"))
         return as_csr(X), self._labels(y, reset, classes), code
 
@@ -454,12 +455,6 @@ class SampleStreamLearner(BudgetedSelector):
     def _check_common(self, p):
         if self.budget is not None or self.budgeted_every_step:
             check_budget(self.budget, p)
-        if self.passes != "auto":
-            check_positive_int(self.passes, "passes")
-        if self.scale not in SCALES:
-            raise InputError(f"scale must be None or 'maxabs'; got {self.scale!r}")
-        if self.random_state is not None and not isinstance(self.random_state, numbers.Integral):
-            raise InputError(f"random_state must be an integer or None; got {self.random_state!r}")
 
     @property
     def scale_(self):
@@ -540,7 +535,3 @@ class StreamState:
 
     def __init__(self, **arrays):
         self.__dict__.update(arrays)
-
-
-def check_rate(value, name, allow_zero=False):
-    return check_positive_float(value, name, inclusive=allow_zero)

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import InputError
 from ...truncation import annealing_schedule, keep_top_k
 from . import _stream_kernels as K
-from ..base import check_positive_int
-from .sample_stream import SampleStreamLearner, StreamState, check_rate, margins_arg
+from .sample_stream import SampleStreamLearner, StreamState, margins_arg
+from ..params import StrOptions, count, non_negative, positive
 
 METHODS = ("sgd", "nesterov", "adam")
 TRUNCATIONS = ("end", "every")
@@ -38,12 +37,10 @@ class _MiniBatchThresholding(SampleStreamLearner):
     method = "sgd"
     fixed_width = True              # the annealing schedule and the thresholding run over all p features
 
-    def _check_params(self, n_features):
-        check_rate(self.eta, "eta")
-        check_rate(self.lam, "lam", allow_zero=True)
-        check_positive_int(self.batch_size, "batch_size")
-        if self.method not in METHODS:
-            raise InputError(f"unknown method {self.method!r}; choose one of: {', '.join(METHODS)}")
+    _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "eta": [positive()],
+                              "lam": [non_negative()], "batch_size": [count(1)], "method": [StrOptions(set(METHODS))],
+                              "mu": [non_negative()], "horizon": [count(1), StrOptions({"auto"})],
+                              "truncate": [StrOptions(set(TRUNCATIONS))]}
 
     def _new_state(self, p, code):
         return StreamState(beta=np.zeros(p), active=np.ones(p, dtype=bool), velocity=np.zeros(p),
@@ -147,11 +144,6 @@ class SFSA(_MiniBatchThresholding):
         self.random_state = random_state
         self.n_features = n_features
 
-    def _check_params(self, n_features):
-        super()._check_params(n_features)
-        check_rate(self.mu, "mu", allow_zero=True)
-        if self.horizon != "auto":
-            check_positive_int(self.horizon, "horizon")
 
     def _threshold(self, s):
         p = s.beta.shape[0]
@@ -188,10 +180,6 @@ class TSGD(_MiniBatchThresholding):
         self.random_state = random_state
         self.n_features = n_features
 
-    def _check_params(self, n_features):
-        super()._check_params(n_features)
-        if self.truncate not in TRUNCATIONS:
-            raise InputError(f"unknown truncate {self.truncate!r}; choose one of: {', '.join(TRUNCATIONS)}")
 
     def _horizon(self, rows_in_first_call):
         return 0

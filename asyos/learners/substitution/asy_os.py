@@ -23,6 +23,9 @@ from ...protocol.simulator import check_simulation_args, simulate
 from ...truncation import keep_top_k
 from ..base import check_positive_int
 from .online_substitution import OnlineSubstitution, local_lipschitz, make_worker, quiet_float_errors
+from ..params import StrOptions, count, unit
+from ...protocol.plan import BUDGET_MODES
+from ...protocol.simulator import POLICIES, SCHEDULES
 
 TRANSPORTS = ("shared-memory", "messages", "node-aggregated")
 
@@ -113,6 +116,14 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     worker's features; ``objective_selection_`` is the loss of the finished selection before the
     refit).
     """
+
+    _parameter_constraints = {
+        **OnlineSubstitution._parameter_constraints, "n_workers": [count(1)], "max_staleness": [count(0), None],
+        "policy": [StrOptions(set(POLICIES))], "schedule": [StrOptions(set(SCHEDULES))],
+        "budget_mode": [StrOptions(set(BUDGET_MODES))], "cap": [count(1), None], "slack": [unit("right"), None],
+        "transport": [StrOptions({"shared-memory", "messages", "node-aggregated"}), None],
+        "push_mode": [StrOptions({"pipelined", "each-step"})], "max_batch": [count(1)], "nodes": [count(1)],
+        "cores": [count(1), None], "sharding": "no_validation", "costs": "no_validation"}
 
     def __init__(self, budget=10, n_workers=4, max_staleness=None, policy="max", schedule="round-robin",
                  sharding=None, loss="auto", passes="auto", variant="exchange", fit_intercept=None,

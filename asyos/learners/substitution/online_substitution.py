@@ -42,6 +42,7 @@ from ..base import BudgetedSelector, check_positive_float, check_positive_int
 from .screening import screening_order
 from .step_size import coupling, restricted_lipschitz, step_size_from_lipschitz
 from .substitution import VARIANTS
+from ..params import BOOLEAN, BUDGET, PASSES, SEED, Interval, Real, StrOptions, count, positive, unit
 
 _LIPSCHITZ_STREAM = 0x4C46
 KDD16_PASSES = 3          # "auto" under the kdd16 variant: the passes the KDD'16 figures were reproduced with
@@ -219,6 +220,13 @@ class OnlineSubstitution(BudgetedSelector):
     selection_log_ : list of dict   every entry/exit: worker, step, pass, feature, event, weight
     step_size_, lipschitz_, n_steps_, n_passes_, fit_time_
     """
+
+    _parameter_constraints = {    # loss: get_loss names the choices (and why hinge is refused)
+        "budget": BUDGET, "loss": "no_validation", "passes": PASSES,
+        "variant": [StrOptions({"exchange", "kdd16"})], "fit_intercept": ["boolean", None],
+        "scale": ["boolean", None], "step_size": [positive(), None],
+        "step_divisor": [Interval(Real, 1, None, closed="left")], "decrease_check": BOOLEAN,
+        "decrease_constant": [unit(), None], "refit": BOOLEAN, "random_state": SEED, "trace_every": [count(0)]}
 
     def __init__(self, budget=10, loss="auto", passes="auto", variant="exchange", fit_intercept=None, scale=None,
                  step_size=None, step_divisor=1.0, decrease_check=True, decrease_constant=None, refit=True,
