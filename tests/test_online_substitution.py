@@ -243,7 +243,8 @@ def test_worker_state_pickles_mid_run_and_continues_identically():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(budget=0), "The 'budget' parameter of OnlineSubstitution must be an int in the range \\[1, inf\\)"), (dict(budget=101), "larger than the number of features"),
+    (dict(budget=0), r"'budget' parameter of OnlineSubstitution must be an int in the range \[1, inf\)"),
+    (dict(budget=101), "larger than the number of features"),
     (dict(budget=2.5), "The 'budget' parameter .* Got 2.5 instead"), (dict(passes=0), "passes"),
     (dict(loss="hinge"), "hinge loss is not smooth"),
     (dict(step_divisor=0.5), "step_divisor"), (dict(decrease_constant=2.0), "decrease_constant"),

@@ -369,7 +369,7 @@ def test_bad_input_is_named(data):
         OFS().learn_one(X[:2], 1.0)
     with pytest.raises(InputError, match="The 'step' parameter of BudgetedARDA must be a str among"):
         BudgetedARDA(step="newton").fit(X, y)
-    with pytest.raises(InputError, match="The 'eta' parameter of BudgetedAMD must be a float in the range \\(0.0, inf\\)"):
+    with pytest.raises(InputError, match=r"'eta' parameter of BudgetedAMD must be a float in the range \(0.0, inf\)"):
         BudgetedAMD(eta=-1).fit(X, y)
     with pytest.raises(InputError, match="give budget, or a numeric lam"):
         L1ARDA(budget=None).partial_fit(X, y)

@@ -102,7 +102,7 @@ def test_cpu_turns_hold_the_work_and_wait_out_the_others():
 
 @pytest.mark.parametrize("kw, message", [
     ({"transport": "carrier-pigeon"}, "The 'transport' parameter of AsyncOnlineSubstitution must be a str among"),
-    ({"transport": "messages", "push_mode": "eventually"}, "The 'push_mode' parameter of AsyncOnlineSubstitution must be a str among"),
+    ({"transport": "messages", "push_mode": "eventually"}, "'push_mode' parameter of AsyncOnlineSubstitution"),
     ({"transport": "messages", "max_staleness": 1}, "max_staleness is enforced step by step"),
     ({"transport": "shared-memory", "nodes": 2}, "nodes applies to transport='node-aggregated'"),
     ({"transport": "shared-memory", "costs": {"warp_s": 1.0}}, "unknown fields"),
