@@ -524,3 +524,13 @@ def test_cli_runs_a_learner_simulated_and_tuned(tmp_path):
     assert proc.returncode == 2 and "sofs is a classification learner" in proc.stderr
     proc, _ = run_cli([*args, "--algorithm", "b-amd", "--budget", "5", "--param", "eta"], tmp_path)
     assert proc.returncode == 2 and "--param takes name=value" in proc.stderr
+
+
+@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.algorithm_name)
+def test_every_learner_names_its_tuning_grid(cls):
+    from asyos.learners.stream.tuning import ECML_GRID, tuning_grid
+    grid = tuning_grid(cls())
+    assert grid and set(grid) <= set(cls().get_params())
+    for name, how in cls.tuned_parameters.items():
+        expected = [1.0 / v for v in ECML_GRID] if how == "inverse" else list(ECML_GRID)
+        assert grid[name] == expected

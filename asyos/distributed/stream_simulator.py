@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import clone
+from sklearn.utils._param_validation import HasMethods
 
 from ..errors import InputError
-from ..learners.base import BudgetedSelector, check_positive_int
-from ..protocol.simulator import WorkerSchedule, check_simulation_args, choose_version
+from ..learners.base import BudgetedSelector
+from ..learners.params import SEED, StrOptions, count
+from ..protocol.simulator import POLICIES, SCHEDULES, WorkerSchedule, check_simulation_args, choose_version
 
 
 def worker_streams(n_samples, n_passes, n_workers, rng):
@@ -41,6 +43,10 @@ class AsyncSampleStream(BudgetedSelector):
     forwarded to it), ``staleness_`` (mean, p95, max, histogram), ``n_events_``.
     """
 
+    _parameter_constraints = {"learner": [HasMethods(["start", "step_rows", "weights"])], "n_workers": [count(1)],
+                              "max_staleness": [count(0), None], "policy": [StrOptions(set(POLICIES))],
+                              "schedule": [StrOptions(set(SCHEDULES))], "random_state": SEED}
+
     def __init__(self, learner, n_workers=4, max_staleness=None, policy="max", schedule="round-robin",
                  random_state=0):
         self.learner = learner
@@ -51,7 +57,7 @@ class AsyncSampleStream(BudgetedSelector):
         self.random_state = random_state
 
     def fit(self, X, y):
-        check_positive_int(self.n_workers, "n_workers")
+        self._validate_params()
         tau = self.n_workers if self.max_staleness is None else self.max_staleness
         check_simulation_args(tau, self.policy, self.schedule)
         learner = clone(self.learner)

@@ -53,6 +53,7 @@ class AdaptiveTruncation(SampleStreamLearner):
         ``asyos.learners.stream.sample_stream``.
     """
 
+    tuned_parameters = {"eta": "grid", "lam": "grid"}
     _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "step": [StrOptions(set(STEPS))],
                               "truncation": [StrOptions(set(TRUNCATIONS))], "eta": [positive()],
                               "lam": [non_negative()], "delta": [positive()]}

@@ -50,6 +50,7 @@ class L1Learner(SampleStreamLearner):
     def _lam_value(self):
         return self.lam_ if self.lam == "auto" else self.lam
 
+    tuned_parameters = {"eta": "grid"}          # lam follows the budget (lam="auto")
     _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "budget": [count(1), None],
                               "lam": [non_negative(), StrOptions({"auto"})], "eta": [positive()],
                               "delta": [positive()], "lam2": [non_negative()], "gamma": [positive()]}
@@ -214,6 +215,7 @@ class RDA(L1Learner):
     ``random_state``, ``n_features``."""
 
     algorithm_name = "rda"
+    tuned_parameters = {"gamma": "inverse"}
 
     def __init__(self, budget=10, lam="auto", lam2=0.0, gamma=10.0, loss="squared", passes="auto",
                  scale="maxabs", random_state=0, n_features=None):

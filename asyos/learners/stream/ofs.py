@@ -27,6 +27,7 @@ class OFS(SampleStreamLearner):
     """
 
     algorithm_name = "ofs"
+    tuned_parameters = {"eta": "grid", "lam": "grid"}
     _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "eta": [positive()],
                               "lam": [non_negative()]}
 
@@ -65,6 +66,7 @@ class SOFS(SampleStreamLearner):
     """
 
     algorithm_name = "sofs"
+    tuned_parameters = {"gamma": "inverse"}
     tasks = ("classification",)
 
     def __init__(self, budget=10, gamma=10.0, loss="hinge", passes="auto", scale="maxabs", random_state=0,

@@ -37,6 +37,7 @@ class _MiniBatchThresholding(SampleStreamLearner):
     method = "sgd"
     fixed_width = True              # the annealing schedule and the thresholding run over all p features
 
+    tuned_parameters = {"eta": "grid"}
     _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "eta": [positive()],
                               "lam": [non_negative()], "batch_size": [count(1)], "method": [StrOptions(set(METHODS))],
                               "mu": [non_negative()], "horizon": [count(1), StrOptions({"auto"})],

@@ -19,24 +19,14 @@ ECML_GRID = tuple(float(10.0 ** -(k / 2)) for k in range(2, 17))       # 1e-1, 1
 
 
 def tuning_grid(estimator, values=ECML_GRID) -> dict:
-    """The parameters the protocol searches for ``estimator`` (by its algorithm name)."""
-    name = getattr(estimator, "algorithm_name", None)
+    """The parameters the protocol searches for ``estimator``: its class names them in
+    ``tuned_parameters`` (``"grid"``: the values; ``"inverse"``: their inverses, for SOFS's and RDA's
+    ``gamma``, the ECML'18 grid of ``1/gamma``)."""
+    tuned = getattr(type(estimator), "tuned_parameters", None)
+    if not tuned:
+        raise InputError(f"--tune has no grid for {type(estimator).__name__}")
     values = list(values)
-    grids = {
-        "b-arda": {"eta": values, "lam": values},
-        "b-amd": {"eta": values, "lam": values},
-        "ofs": {"eta": values, "lam": values},
-        "sofs": {"gamma": [1.0 / v for v in values]},
-        "l1-arda": {"eta": values},          # lam follows the budget (lam="auto")
-        "ada-fobos": {"eta": values},
-        "opg": {"eta": values},
-        "rda": {"gamma": [1.0 / v for v in values]},
-        "sfsa": {"eta": values},
-        "tsgd": {"eta": values},
-    }
-    if name not in grids:
-        raise InputError(f"--tune has no grid for algorithm {name!r}")
-    return grids[name]
+    return {name: [1.0 / v for v in values] if how == "inverse" else values for name, how in tuned.items()}
 
 
 def grid_search(estimator, X, y, grid=None, on_result=None):
