@@ -73,7 +73,6 @@ from ..base import BudgetedSelector, check_budget
 from ..params import BUDGET, PASSES, SEED, StrOptions, count
 
 STREAM_LOSSES = tuple(LOSSES)                # every loss of the table, the hinge of OFS included
-SCALES = (None, "maxabs")
 
 
 def stream_loss(name):
@@ -467,10 +466,6 @@ class SampleStreamLearner(BudgetedSelector):
 
     def _name(self):
         return getattr(self, "algorithm_name", type(self).__name__)
-
-    def _touched(self):
-        self._cache = None
-        return self
 
     # -- the fitted face, read from the state ----------------------------------------------------
     def _fitted_coef(self):
