@@ -115,6 +115,16 @@ class Estimator(BaseEstimator):
                 raise InputError(f"y has labels {_shown(unseen)} not among classes_ {_shown(self.classes_)}")
         return np.where(y == self.classes_[1], 1.0, -1.0)
 
+    def _labels(self, y, reset, classes=None):
+        """The labels as the learners read them: a classifier's as -1/+1 (``_encode_labels``), a
+        regressor's as float64."""
+        if self._task() == "classification":
+            return self._encode_labels(y, reset, classes)
+        y = np.asarray(y)
+        if y.dtype.kind not in "iufb":
+            raise InputError(f"y must be numbers for regression; got dtype {y.dtype}")
+        return y.astype(np.float64, copy=False)
+
     # -- data -------------------------------------------------------------------------------------
     def _check_data(self, X, y="no_validation", reset=True, accept_sparse=("csr", "csc")):
         """scikit-learn's validation (messages, ``n_features_in_``, ``feature_names_in_``), float64;
@@ -171,7 +181,7 @@ class Estimator(BaseEstimator):
 class BudgetedSelector(SelectorMixin, Estimator):
     """Base of the learners that keep at most ``budget`` features: also a feature selector."""
 
-    def _validate_data(self, X, y):
+    def _fit_data(self, X, y):
         """Parameters, then ``X`` (float64, dense or CSR) and the labels, the loss resolved
         (``loss_``; ``auto``: two classes mean classification, the squared hinge, else the squared
         loss) and the budget checked against ``n_features``."""
@@ -183,7 +193,7 @@ class BudgetedSelector(SelectorMixin, Estimator):
         loss = get_loss(auto_loss(y) if self.loss == "auto" else self.loss)
         self.loss_ = loss.name
         self.task_ = loss.task
-        y = self._encode_labels(y, reset=True) if loss.task == "classification" else np.asarray(y, dtype=float)
+        y = self._labels(y, reset=True)
         check_budget(self.budget, X.shape[1])
         return X, y, loss
 

@@ -12,17 +12,14 @@ labels and predicts ``sign(decision_function)``.
 """
 from __future__ import annotations
 
-
 import numpy as np
 import scipy.sparse as sp
 
 from ...errors import InputError
 from .stats import RunningAverages
 from . import extractors
-from ..base import BudgetedSelector, check_budget
+from ..base import TASKS, BudgetedSelector, check_budget
 from ..params import BOOLEAN, BUDGET, Interval, Real, StrOptions, count, non_negative, positive, unit
-
-TASKS = ("regression", "classification")
 
 
 class RunningAveragesSelector(BudgetedSelector):
@@ -66,14 +63,6 @@ class RunningAveragesSelector(BudgetedSelector):
         x = self._check_data(x[None, :], reset=reset)[0]
         self._stats_for(x.shape[0]).update(x, float(label[0]))
         return self._touched()
-
-    def _labels(self, y, reset, classes=None):
-        if self.task == "classification":
-            return self._encode_labels(y, reset, classes)
-        y = np.asarray(y)
-        if y.dtype.kind not in "iufb":
-            raise InputError(f"y must be numbers for regression; got dtype {y.dtype}")
-        return y.astype(np.float64)
 
     def _touched(self):
         """New samples: the model is extracted again on first use (``model_``). The cache is a

@@ -48,7 +48,7 @@ class ProjectedGradient(BudgetedSelector):
         self.random_state = random_state
 
     def fit(self, X, y):
-        X, y, loss = self._validate_data(X, y)
+        X, y, loss = self._fit_data(X, y)
         check_positive_int(self.max_iter, "max_iter")
         check_positive_float(self.tol, "tol")
         start = time.perf_counter()
@@ -119,7 +119,7 @@ class LassoToBudget(BudgetedSelector):
         self.random_state = random_state
 
     def fit(self, X, y):
-        X, y, loss = self._validate_data(X, y)
+        X, y, loss = self._fit_data(X, y)
         start = time.perf_counter()
         if loss.name == "squared":
             coef = self._lasso_path(X, y)

@@ -513,17 +513,6 @@ class SampleStreamLearner(BudgetedSelector):
             raise AttributeError("online_accuracy_ is defined for classification")
         return 1.0 - int(self._state.counts[-1]) / max(int(self._state.counts[0]), 1)
 
-    def _labels(self, y, reset, classes=None):
-        """The labels as the row loops read them: -1/+1 for a classifier (``classes_``), floats else."""
-        if stream_loss(self.loss)[0].task == "classification":
-            return self._encode_labels(y, reset, classes)
-        return np.asarray(y, dtype=np.float64)
-
-    def _decision(self, X):
-        X = self._check_X(X)
-        support = self.support_
-        return np.asarray(X[:, support] @ self.coef_[support], dtype=float).ravel()
-
 
 class StreamState:
     """Arrays and counters of one learner; plain attributes so that it pickles."""

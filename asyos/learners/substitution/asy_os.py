@@ -150,7 +150,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         self.cores = cores
 
     def fit(self, X, y):
-        X, y, loss = self._validate_data(X, y)
+        X, y, loss = self._fit_data(X, y)
         options = self._options()
         plan = AsyOSPlan.build(X.shape[1], self.budget, self.n_workers, budget_mode=self.budget_mode, cap=self.cap,
                                variant=options.variant, sharding=self.sharding, slack=self.slack)

@@ -271,7 +271,7 @@ class OnlineSubstitution(BudgetedSelector):
                                    scale=self.scale).validated()
 
     def fit(self, X, y):
-        X, y, loss = self._validate_data(X, y)
+        X, y, loss = self._fit_data(X, y)
         options = self._options()
         start = time.perf_counter()
         shard = options.shard(X)
