@@ -47,6 +47,9 @@ def open_source(path, test_path=None, index_base="auto", n_features=None) -> "Fi
         return _directory_source(path)
     if not os.access(path, os.R_OK):
         raise InputError(f"data file {path!r} is not readable")
+    if path.endswith(".parquet"):
+        from .columnar import parquet_source
+        return parquet_source(path, test_path)
     if path.endswith(".npz"):
         if test_path is not None:
             raise InputError("--test-data goes with a libsvm file; an .npz file carries its own test split")
@@ -434,16 +437,24 @@ def _csr_columns(fname, cols) -> sp.csr_matrix:
 
 
 def _directory_source(path):
+    from . import columnar
     have = set(os.listdir(path))
-    if "X_train.npz" in have:
-        return SparseDirectorySource(path, "train", "test" if "X_test.npz" in have else None)
-    if "X.npz" in have:
-        return SparseDirectorySource(path, "")
+    if "X.npy" in have:
+        return columnar.dense_directory(path)
+    if "train.parquet" in have:
+        return columnar.parquet_source(path)
+    for train, test in (("train", "test"), ("", None)):
+        name = f"X_{train}.npz" if train else "X.npz"
+        if name in have:
+            test = test if test and f"X_{test}.npz" in have else None
+            if columnar.is_csc_file(os.path.join(path, name)):
+                return columnar.csc_directory(path, train, test)
+            return SparseDirectorySource(path, train, test)
     dense = sorted(f for f in have if f.endswith(".npz"))
     if len(dense) == 1:
         return _dense_npz_source(os.path.join(path, dense[0]))
-    raise InputError(f"{path}: no data set found (expected X_train.npz + y_train.npy, X.npz + y.npy, "
-                     f"or one dense .npz file); found {sorted(have)[:8]}")
+    raise InputError(f"{path}: no data set found (expected X_train.npz + y_train.npy, X.npz + y.npy, X.npy + y.npy, "
+                     f"train.parquet, or one dense .npz file); found {sorted(have)[:8]}")
 
 
 # ------------------------------------------------------------------------------------- libsvm

@@ -43,7 +43,9 @@ import numpy as np
 
 from ..data.sharding import shard_columns
 from ..errors import EXIT_CENTRAL_LOST, EXIT_OK, EXIT_WORKER_FAILED, EXIT_WORKER_LOST, ConvergenceWarning, InputError
+from ..data.columnar import is_column_matrix
 from ..learners.base import columns_dense
+from ..process_stats import bytes_read, peak_rss_bytes
 from ..learners.substitution.kernels import backend as kernel_backend, warm_up as warm_up_kernels
 from ..learners.substitution.online_substitution import local_lipschitz, make_worker
 from ..problem import open_data_source, resolve_problem
@@ -158,19 +160,24 @@ def _central_setup(config, n_workers):
 
 
 def _worker_setup(config, rank, n_workers):
+    read_before = bytes_read()
     source = open_data_source(config)
     # the shard depends on p, q and the scheme only, so it is read before the labels fix the plan
     columns = shard_columns(source.n_features, n_workers, rank - 1, config.resolved_sharding)
-    data = source.load(columns)
+    options = config.substitution_options()
+    if getattr(source, "columnar", False):   # only this shard's columns are read, once, kept in the file's dtype
+        data = source.lazy()
+        shard = options.shard(data.X, columns, hold=True)
+    else:
+        data = source.load(columns)
+        shard = options.shard(data.X, columns)
     problem = resolve_problem(config, source, data.y)
     plan = config.asy_os_plan(problem.n_features, problem.budget, n_workers)
-    options = config.substitution_options()
-    shard = options.shard(data.X, columns)
     # compile or load the step before the timed phase (if this worker's run is long enough to use it)
     warm_up_kernels(kernel_backend(None, Worker.expected_steps(shard, options.worker_passes)))
     order = options.visit_order(shard, data.y, problem.loss)
     return {
-        "data": data, "shard": shard, "problem": problem, "plan": plan, "order": order,
+        "data": data, "shard": shard, "problem": problem, "plan": plan, "order": order, "read_before": read_before,
         "lipschitz": local_lipschitz(shard, problem.budget, problem.loss, config.seed, rank - 1, order),
     }
 
@@ -185,7 +192,8 @@ def _worker_main(config, comm, setup, lipschitz, backoff, transport):
                              config.substitution_options(), worker_id=rank - 1, slack=plan.slack,
                              n_workers=plan.n_workers, total_budget=plan.budget, order=setup["order"])
         compute_s, histogram = transport.run_worker(worker)
-        wait_object(comm.isend(_final(worker, data, compute_s, histogram), dest=0, tag=TAG_FINAL), backoff, timeout)
+        final = _final(worker, data, compute_s, histogram, setup["read_before"])
+        wait_object(comm.isend(final, dest=0, tag=TAG_FINAL), backoff, timeout)
     except Deadline as exc:
         abort_job(comm, EXIT_CENTRAL_LOST,
                   f"asyos: worker rank {rank}: the central rank 0 did not answer ({exc}); aborting the job")
@@ -200,7 +208,7 @@ def _worker_main(config, comm, setup, lipschitz, backoff, transport):
     transport.close()
 
 
-def _final(worker, data, compute_s, histogram) -> dict:
+def _final(worker, data, compute_s, histogram, read_before=None) -> dict:
     """A worker's final report: its selection with the columns the central rank finishes on."""
     shard = worker.shard
     local = worker.state.retained
@@ -211,12 +219,13 @@ def _final(worker, data, compute_s, histogram) -> dict:
         "selected": shard.columns[local],
         "weights": worker.state.weights[order],       # on the scaled columns
         "columns": worker.selected_columns(),         # the scaled training columns
-        "raw_columns": columns_dense(data.X, local).T.copy() if shard.standardized else None,
+        "raw_columns": _raw_columns(shard, data.X, local) if shard.standardized else None,
         "offsets": shard.offsets[local],
         "scales": shard.scales[local],
         "intercept": worker.intercept,                # b on its owner (worker 0), else 0
         "passes": worker.passes_run,
-        "test_columns": (columns_dense(data.X_test, local).T.copy() if data.has_test else None),
+        "test_columns": (columns_dense(data.X_test, shard.columns[local] if is_column_matrix(data.X_test)
+                                       else local).T.copy() if data.has_test else None),
         "steps": worker.steps,
         "proposals": worker.proposals,
         "refused": worker.refused,
@@ -227,7 +236,18 @@ def _final(worker, data, compute_s, histogram) -> dict:
         "log": worker.log.rows,
         "staleness_histogram": histogram,
         "dropped": worker.dropped,
+        "peak_rss_bytes": peak_rss_bytes(),
+        # bytes read by the process from opening the data to the end of the run (``/proc/self/io``)
+        "bytes_read": None if read_before is None else bytes_read() - read_before,
+        "shard_bytes": getattr(shard, "stored_bytes", None),        # the shard's size in the file
     }
+
+
+def _raw_columns(shard, X, local):
+    """The selected columns in the data's units, one row per column."""
+    if hasattr(shard, "raw_columns"):
+        return shard.raw_columns(local).T.copy()
+    return columns_dense(X, local).T.copy()
 
 
 def _report_failure(comm, rank, exc):
@@ -315,8 +335,9 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
     wall_s = time.perf_counter() - t_start
     staleness = central.staleness_summary()
     workers = [{"rank": f["worker"] + 1, "n_features": f["n_features"], "budget": f["budget"], "steps": f["steps"],
-                "refused": f["refused"], "compute_s": f["compute_s"],
-                "finished_s": f["finished_s"]} for f in finals]
+                "refused": f["refused"], "compute_s": f["compute_s"], "finished_s": f["finished_s"],
+                "peak_rss_bytes": f["peak_rss_bytes"], "bytes_read": f["bytes_read"], "shard_bytes": f["shard_bytes"]}
+               for f in finals]
     extra = dict(
         n_workers=len(finals),
         staleness=staleness,

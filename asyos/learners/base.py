@@ -32,8 +32,9 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import ClassifierTags, RegressorTags
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from ..data.columnar import is_column_matrix
 from ..errors import InputError
 from ..losses import get_loss
 
@@ -181,12 +182,17 @@ class Estimator(BaseEstimator):
 class BudgetedSelector(SelectorMixin, Estimator):
     """Base of the learners that keep at most ``budget`` features: also a feature selector."""
 
+    _reads_columns = False        # True: fit reads X's columns on demand (out of core, ``_out_of_core_data``)
+
     def _fit_data(self, X, y):
         """Parameters, then ``X`` (float64, dense or CSR) and the labels, the loss resolved
         (``loss_``; ``auto``: two classes mean classification, the squared hinge, else the squared
         loss) and the budget checked against ``n_features``."""
         self._validate_params()
-        X, y = self._check_data(X, y, accept_sparse=("csr", "csc"))
+        if is_column_matrix(X) or (isinstance(X, np.memmap) and self._reads_columns):
+            X, y = self._out_of_core_data(X, y)
+        else:
+            X, y = self._check_data(X, y, accept_sparse=("csr", "csc"))
         if sp.issparse(X):
             X = sp.csr_matrix(X)
             X.sum_duplicates()
@@ -196,6 +202,25 @@ class BudgetedSelector(SelectorMixin, Estimator):
         y = self._labels(y, reset=True)
         check_budget(self.budget, X.shape[1])
         return X, y, loss
+
+    def _out_of_core_data(self, X, y):
+        """``X`` out of core (a ``ColumnMatrix``, or a memory-mapped array): kept as a
+        ``ColumnMatrix`` for learners that read columns on demand (``_reads_columns``), whose
+        values are then checked chunk by chunk as they are read; read into memory for the others.
+        ``y`` is checked here (scikit-learn's ``validate_data`` would read the whole ``X``)."""
+        from ..data.columnar import as_column_matrix
+        matrix = as_column_matrix(X)
+        y = column_or_1d(y, warn=True)
+        if y.shape[0] != matrix.shape[0]:
+            raise InputError(f"X has {matrix.shape[0]} rows but y has {y.shape[0]} labels")
+        if matrix.shape[1] < 1:
+            raise InputError("X has no feature column")
+        if not self._reads_columns:
+            return self._check_data(matrix[:, np.arange(matrix.shape[1])], y, accept_sparse=("csr", "csc"))
+        for name in ("feature_names_in_",):
+            self.__dict__.pop(name, None)
+        self.n_features_in_ = matrix.shape[1]
+        return matrix, y
 
     def _set_selection(self, X, y, loss, support, weights, intercept=None):
         """Record the selected features and their weights (and the intercept, ``None`` for a model

@@ -32,6 +32,8 @@ from typing import Optional, Union
 
 import numpy as np
 
+from ...data.column_shard import ColumnShard
+from ...data.columnar import is_column_matrix
 from ...data.shard import FeatureShard
 from ...errors import ConvergenceWarning, DivergenceError, InputError
 from ...protocol.central import Central
@@ -102,9 +104,13 @@ class SubstitutionOptions:
             return None
         return screening_order(shard, np.asarray(y, dtype=float), loss, self.fit_intercept)
 
-    def shard(self, X, columns=None) -> FeatureShard:
+    def shard(self, X, columns=None, hold=False):
         """The shard of ``X``'s columns a worker learns on, scaled as the options say (centred
-        only with an intercept to absorb the offsets)."""
+        only with an intercept to absorb the offsets): a ``FeatureShard`` of an array, a
+        ``ColumnShard`` of a ``ColumnMatrix`` (columns read on demand, or read once and held in
+        the file's dtype with ``hold``; ``asyos.data.column_shard``)."""
+        if is_column_matrix(X):
+            return ColumnShard(X, columns, standardize=self.scale, center=self.fit_intercept, hold=hold)
         return FeatureShard(X, columns, standardize=self.scale, center=self.fit_intercept)
 
 
@@ -244,6 +250,8 @@ class OnlineSubstitution(BudgetedSelector):
         self.refit = refit
         self.random_state = random_state
         self.trace_every = trace_every
+
+    _reads_columns = True        # fit(X) with X a ColumnMatrix or a memmap learns out of core
 
     def _central(self, n, loss, y):
         """The central node of the run, with an ``ObjectiveTrace`` when ``trace_every`` > 0."""
