@@ -7,6 +7,7 @@ import warnings as _warnings
 import numpy as np
 
 from .errors import ConvergenceWarning
+from .process_stats import bytes_read, peak_rss_bytes
 from .results import environment
 
 
@@ -31,6 +32,8 @@ def build_record(config, problem, mode, selected, coef, metrics, timing, warning
         "warnings": list(warnings),
     }
     record.update(extra)
+    # this process's (the central rank's under MPI; each worker's are in ``workers``)
+    record["resources"] = {"peak_rss_bytes": peak_rss_bytes(), "bytes_read": bytes_read()}
     record["environment"] = environment()
     return record
 

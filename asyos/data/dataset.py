@@ -76,8 +76,20 @@ def as_label_vector(y, n_samples: int, where: str) -> np.ndarray:
     return y
 
 
+_CHECK_ITEMS = 1 << 22          # values checked at a time: no temporary as large as the array
+
+
 def check_finite(values, where: str) -> None:
-    finite = np.isfinite(values)
-    if not finite.all():
-        bad = int(finite.size - np.count_nonzero(finite))
+    """``InputError`` when ``values`` holds NaN or infinities, checked in blocks of rows so that the
+    check allocates at most ``_CHECK_ITEMS`` booleans whatever the array's size."""
+    values = np.asarray(values)
+    if values.size == 0:
+        return
+    rows = values.reshape(values.shape[0], -1) if values.ndim > 1 else values.reshape(-1, 1)
+    step = max(1, _CHECK_ITEMS // max(rows.shape[1], 1))
+    bad = 0
+    for lo in range(0, rows.shape[0], step):
+        block = rows[lo:lo + step]
+        bad += int(block.size - np.count_nonzero(np.isfinite(block)))
+    if bad:
         raise InputError(f"{where} contains {bad} NaN or infinite value{'s' if bad > 1 else ''}")
