@@ -40,13 +40,12 @@ def run_local(config) -> int:
     if config.tune and not stream:
         raise InputError(f"--tune applies to the sample-stream learners; {config.algorithm!r} is not one")
     source = open_data_source(config)
-    # OS reads a column-major file's columns on demand (memory O(n s), whatever p); the others load it
-    out_of_core = getattr(source, "columnar", False) and getattr(spec.estimator_class, "_reads_columns", False) \
-        and not simulated
-    data = source.lazy() if out_of_core else source.load()
-    problem = resolve_problem(config, source, data.y)
     if simulated and not stream:
         spec = get_algorithm("asy-os")
+    # OS and Asy-OS read a column-major file's columns on demand (memory O(n s), whatever p); others load it
+    out_of_core = getattr(source, "columnar", False) and getattr(spec.estimator_class, "_reads_columns", False)
+    data = source.lazy() if out_of_core else source.load()
+    problem = resolve_problem(config, source, data.y)
     estimator = spec.build(config, problem.loss.name, problem.budget)
     t1 = time.perf_counter()
     extra = {}

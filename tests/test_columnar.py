@@ -270,3 +270,16 @@ def test_cli_runs_os_out_of_core_and_asy_os_reads_its_shard(tmp_path):
     for worker in record["workers"]:
         assert worker["shard_bytes"] == worker["n_features"] * 200 * 4
         assert worker["bytes_read"] <= 1.2 * worker["shard_bytes"] + (1 << 20)
+
+
+@pytest.mark.parametrize("transport", [None, "shared-memory"])
+def test_the_simulator_reads_its_shards_out_of_core(tmp_path, transport):
+    from asyos import AsyncOnlineSubstitution
+    d = make_classification(n_samples=100, n_features=240, n_informative=6, seed=5)
+    source = open_source(write_dense_dir(tmp_path / "d", d.X, d.y))
+    kwargs = dict(budget=6, n_workers=3, transport=transport, random_state=2)
+    a = AsyncOnlineSubstitution(**kwargs).fit(d.X, d.y)
+    b = AsyncOnlineSubstitution(**kwargs).fit(source.matrix(), source.labels())
+    np.testing.assert_array_equal(a.support_, b.support_)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.n_steps_ == b.n_steps_

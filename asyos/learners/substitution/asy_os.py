@@ -17,6 +17,7 @@ import numpy as np
 
 from ...protocol.finish import Candidates, conclude
 from ...protocol.plan import AsyOSPlan
+from ...data.columnar import is_column_matrix
 from ...errors import InputError
 from ...protocol.replay import DEFAULT_COSTS, DEFAULT_JITTER, Costs, Machine, SimulatedClock, replay
 from ...protocol.simulator import check_simulation_args, simulate
@@ -34,7 +35,8 @@ def build_workers(X, y, loss, plan, options, seed):
     """The shards of ``plan`` (scaled as ``options`` say), the common ``L_F`` (maximum over the
     shards' estimates) and one worker per shard with its budget; worker 0 owns the intercept."""
     columns = [plan.columns(w) for w in range(plan.n_workers)]
-    shards = [options.shard(X[:, cols], cols) for cols in columns]
+    # out of core (a ColumnMatrix) each shard reads its columns on demand; in memory it takes its slice
+    shards = [options.shard(X if is_column_matrix(X) else X[:, cols], cols) for cols in columns]
     orders = [options.visit_order(sh, y, loss) for sh in shards]
     lipschitz = max(local_lipschitz(sh, plan.budget, loss, seed, w, order)
                     for w, (sh, order) in enumerate(zip(shards, orders)))
