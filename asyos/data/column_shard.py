@@ -125,11 +125,17 @@ class ColumnShard:
     def column(self, j: int) -> np.ndarray:
         """Column ``j`` (local index) of ``z`` as a dense vector; the buffer is reused by the next call."""
         out = self._scratch
-        if self.sparse:
-            raw = self._raw(np.array([j]))
+        if self.sparse:                          # no scipy indexing per step: the held row, or the file's entries
+            if self._held is not None:
+                lo, hi = self._held.indptr[j], self._held.indptr[j + 1]
+                rows, values = self._held.indices[lo:hi], self._held.data[lo:hi]
+            elif hasattr(self._matrix.file, "entries"):
+                rows, values = self._matrix.file.entries(self.columns[j])
+            else:
+                raw = self._raw(np.array([j]))
+                rows, values = raw.indices, raw.data
             out.fill(-self._shift[j] if self._shift is not None else 0.0)
-            lo, hi = raw.indptr[0], raw.indptr[1]
-            out[raw.indices[lo:hi]] += raw.data[lo:hi] * self.scales[j]
+            np.add.at(out, rows, values * self.scales[j])          # a repeated row index adds up
             return out
         file = self._matrix.file
         if self._held is not None:

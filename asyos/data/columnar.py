@@ -203,8 +203,8 @@ class _StoredMember:
 
     def ranges(self, starts, stops):
         """The elements ``[starts[i], stops[i])`` concatenated (ranges sorted, not overlapping)."""
-        lengths = stops - starts
-        out = np.empty(int(lengths.sum()), dtype=self.dtype)
+        starts, stops = np.asarray(starts, dtype=np.int64), np.asarray(stops, dtype=np.int64)
+        out = np.empty(int((stops - starts).sum()), dtype=self.dtype)
         at, item = 0, self.dtype.itemsize
         # ranges that touch are one read
         i, k = 0, len(starts)
@@ -328,6 +328,18 @@ class CscNpz(ColumnFile):
         block = sp.csr_matrix((data, indices, indptr), shape=(cols.size, self.n_rows))
         block.sum_duplicates()
         return _restore(block, order)
+
+    def entries(self, j):
+        """``(row indices, values)`` of column ``j``: two ``pread`` on a stored archive (what one OS
+        step reads), no scipy matrix built."""
+        lo, hi = self.indptr[j:j + 2]
+        if not self.stored:
+            block = self.block(np.array([j]))
+            return block.indices, block.data
+        rows, values = self._indices.ranges([lo], [hi]), self._data.ranges([lo], [hi])
+        if rows.size and (rows.min() < 0 or rows.max() >= self.n_rows):
+            raise InputError(f"{self.path}: a row index is outside 0..{self.n_rows - 1}")
+        return rows, values
 
     def close(self):
         self._zf.close()
