@@ -325,6 +325,9 @@ class CscNpz(ColumnFile):
         if indices.size and (indices.min() < 0 or indices.max() >= self.n_rows):
             raise InputError(f"{self.path}: a row index is outside 0..{self.n_rows - 1}")
         indptr = np.concatenate(([0], np.cumsum(stops - starts)))
+        if indptr[-1] < np.iinfo(np.int32).max and self.n_rows < np.iinfo(np.int32).max:
+            # 32-bit pointers keep 32-bit row indices as read (scipy widens indices to the pointers' type)
+            indptr, indices = indptr.astype(np.int32), indices.astype(np.int32, copy=False)
         block = sp.csr_matrix((data, indices, indptr), shape=(cols.size, self.n_rows))
         block.sum_duplicates()
         return _restore(block, order)

@@ -240,6 +240,7 @@ def _final(worker, data, compute_s, histogram, read_before=None) -> dict:
         # bytes read by the process from opening the data to the end of the run (``/proc/self/io``)
         "bytes_read": None if read_before is None else bytes_read() - read_before,
         "shard_bytes": getattr(shard, "stored_bytes", None),        # the shard's size in the file
+        "shard_bytes_read": getattr(shard, "bytes_read", None),     # by the column reader (headers included)
     }
 
 
@@ -336,7 +337,8 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
     staleness = central.staleness_summary()
     workers = [{"rank": f["worker"] + 1, "n_features": f["n_features"], "budget": f["budget"], "steps": f["steps"],
                 "refused": f["refused"], "compute_s": f["compute_s"], "finished_s": f["finished_s"],
-                "peak_rss_bytes": f["peak_rss_bytes"], "bytes_read": f["bytes_read"], "shard_bytes": f["shard_bytes"]}
+                "peak_rss_bytes": f["peak_rss_bytes"], "bytes_read": f["bytes_read"], "shard_bytes": f["shard_bytes"],
+                "shard_bytes_read": f["shard_bytes_read"]}
                for f in finals]
     extra = dict(
         n_workers=len(finals),
