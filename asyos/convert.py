@@ -133,9 +133,9 @@ class _VectorFile:
 
 # ------------------------------------------------------------------------------ column groups
 def _group_bounds(p, groups):
-    """``groups + 1`` column boundaries of equal-width groups (the last may be narrower)."""
+    """The column boundaries of at most ``groups`` non-empty equal-width groups (the last may be narrower)."""
     width = -(-p // groups)
-    return np.minimum(np.arange(0, groups + 1) * width, p), width
+    return np.append(np.arange(0, p, width), p), width
 
 
 class _DenseWriter:
@@ -148,7 +148,6 @@ class _DenseWriter:
         # a group that fits half the budget is transposed in one block and written with one call
         groups = min(MAX_SPILL_FILES, p, max(1, math.ceil(n * p * isz / (budget / 2))))
         self.bounds, _ = _group_bounds(p, groups)
-        self.bounds = np.unique(self.bounds)
         self.spills = [os.path.join(spill_dir, f"dense{g}.bin") for g in range(len(self.bounds) - 1)]
         self.files = [open(f, "wb", buffering=1 << 16) for f in self.spills]
         self.nnz = 0
