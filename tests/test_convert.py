@@ -115,7 +115,8 @@ def test_round_trip(kind, fmt, dtype, tmp_path, rng, capsys):
     src, extra, X, y, Xt, yt = _make_source(kind, tmp_path, rng)
     has_test = Xt is not None
     dst = str(tmp_path / ("out.parquet" if fmt == "parquet" and not has_test else "out"))
-    assert main([src, dst, "--format", fmt, "--dtype", dtype, "--memory", TINY, *extra]) == 0
+    memory = "0.3" if fmt == "parquet" else TINY     # parquet: row groups of a few rows (see test_parquet_refusals)
+    assert main([src, dst, "--format", fmt, "--dtype", dtype, "--memory", memory, *extra]) == 0
     summary = capsys.readouterr().err.strip().splitlines()[-1]
     assert f"p={X.shape[1]}" in summary and f"n={X.shape[0]}" in summary
     expected = [(X, y)] + ([(Xt, yt)] if has_test else [])
@@ -240,6 +241,9 @@ def test_parquet_refusals(tmp_path, rng, monkeypatch, capsys):
     src, _, X, *_ = _make_source("npz-split", tmp_path, rng)
     assert main([src, str(tmp_path / "o.parquet")]) == 2
     assert "test split" in capsys.readouterr().err
+    assert main([src, str(tmp_path / "o"), "--format", "parquet", "--memory", "0.004"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "row-group metadata" in err and "--memory" in err
     monkeypatch.setattr(convert_mod, "PARQUET_MAX_FEATURES", X.shape[1] - 1)
     assert main([src, str(tmp_path / "o"), "--format", "parquet"]) == 2
     err = capsys.readouterr().err
@@ -248,12 +252,13 @@ def test_parquet_refusals(tmp_path, rng, monkeypatch, capsys):
 
 
 def test_parquet_uses_feature_names(tmp_path, rng):
-    X, y = rng.normal(size=(9, 3)), rng.normal(size=9)
+    X, y = rng.normal(size=(200, 3)), rng.normal(size=200)
     np.savez(tmp_path / "d.npz", X=X, y=y, feature_names=np.array(["age", "bmi", "bp"]))
-    assert main([str(tmp_path / "d.npz"), str(tmp_path / "o.parquet"), "-q"]) == 0
+    assert main([str(tmp_path / "d.npz"), str(tmp_path / "o.parquet"), "-q", "--memory", "0.02"]) == 0
+    assert pq.ParquetFile(tmp_path / "o.parquet").metadata.num_row_groups > 2
     table = pq.read_table(tmp_path / "o.parquet")
     assert table.column_names == ["age", "bmi", "bp", "y"]
-    assert np.array_equal(table["bmi"].to_numpy(), X[:, 1])
+    assert np.array_equal(table["bmi"].to_numpy(), X[:, 1]) and np.array_equal(table["y"].to_numpy(), y)
 
 
 def _write_big_npz(path, n, p, rng):
