@@ -347,9 +347,10 @@ def _nnz_per_row(source):
 def _row_bytes(source, fmt, nnz_row):
     """An over-estimate of the memory a streamed row takes while converted (chunks are sized from it)."""
     sparse = 400 + 64.0 * nnz_row               # parsed entries and their CSR, triplets and spill records
-    if fmt == "csc" and _source_kind(source) == "sparse":
-        return sparse
-    return max(sparse, 24.0 * source.n_features)   # a float64 row, its cast and its per-group copies
+    dense = 24.0 * source.n_features            # a float64 row, its cast and its per-group copies
+    if fmt == "csc":
+        return sparse if _source_kind(source) == "sparse" else dense + sparse
+    return dense if _source_kind(source) == "dense" else max(sparse, dense)
 
 
 def _feature_names(source, p):
