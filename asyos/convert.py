@@ -446,8 +446,8 @@ def convert(src, dst, fmt=None, dtype="float64", test_data=None, index_base="aut
         if os.path.lexists(dst):                # --overwrite: the old one goes only now
             os.rename(dst, os.path.join(work, "old"))
         os.rename(staged, dst)
-    except OSError as exc:
-        raise InputError(f"cannot write {dst}: {exc.strerror or exc}") from None
+    except OSError as exc:                      # a full disk, a file that went away, ...
+        raise InputError(f"converting to {dst} failed: {exc.strerror or exc}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     n_test = test.n_train if test is not None else 0

@@ -211,19 +211,20 @@ def test_existing_destination_refused_then_overwritten(tmp_path, rng, capsys):
     assert np.array_equal(np.load(dst / "X.npy"), X)
 
 
-@pytest.mark.parametrize("content, message", [
-    ("1 1:2\n-1 3:x\n", "line 2"),
-    ("1 1:2 4:nan\n", "finite"),
+@pytest.mark.parametrize("name, content, message", [
+    ("bad.svm", "1 1:2\n-1 3:x\n", "line 2"),
+    ("bad.svm", "1 1:2 4:nan\n", "finite"),
+    ("bad.svm.gz", "1 1:2\n", "cannot read"),          # not gzip data
 ])
-def test_malformed_source_exits_2_with_one_line(tmp_path, content, message):
-    src = tmp_path / "bad.svm"
+def test_malformed_source_exits_2_with_one_line(tmp_path, name, content, message):
+    src = tmp_path / name
     src.write_text(content)
     dst = tmp_path / "out"
     proc = subprocess.run([sys.executable, "-m", "asyos.convert", str(src), str(dst)], capture_output=True,
                           text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": REPO}, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("asyos: error:") and message in proc.stderr
-    assert sorted(os.listdir(tmp_path)) == ["bad.svm"]             # no DST, no staging directory
+    assert sorted(os.listdir(tmp_path)) == [name]                  # no DST, no staging directory
 
 
 def test_interrupted_conversion_leaves_nothing(tmp_path, rng, monkeypatch, capsys):
