@@ -53,6 +53,7 @@ MAX_SPILL_FILES = 256          # open spill files (one per column group) during 
 PARQUET_MAX_FEATURES = 10000   # wider Parquet tables are refused (see ``_check_parquet``)
 PARQUET_META_BYTES = 100       # footer bytes per column and row group (measured 82 without statistics)
 PROGRESS_EVERY = 5.0           # seconds between progress lines
+SCAN_NOTE_BYTES = 1 << 26      # a libsvm file this large takes seconds to scan: say so before
 _COPY_BYTES = 1 << 24          # block size of plain file copies
 
 FORMATS = ("dense", "csc", "parquet")
@@ -172,17 +173,22 @@ class _DenseWriter:
             out.write(header)
             out.truncate(base + n * self.p * isz)
             fd = out.fileno()
+            # two buffers reused by every block: fresh arrays would page-fault on every block, which
+            # measured 3x slower (340 MB/s against 1.1 GB/s for a 1000 x 16667 float32 transpose)
+            widest = int(np.diff(self.bounds).max())
+            rows = max(1, min(n, int(self.budget / 4) // max(widest * isz, 1)))
+            buf_in = np.empty(rows * widest, dtype=self.dtype)
+            buf_out = np.empty_like(buf_in)
             for g, spill in enumerate(self.spills):
                 a, b = int(self.bounds[g]), int(self.bounds[g + 1])
-                rows = max(1, int(self.budget / 4) // max((b - a) * isz, 1))
                 with open(spill, "rb") as fh:
                     for r0 in range(0, n, rows):
                         r1 = min(n, r0 + rows)
-                        block = np.fromfile(fh, dtype=self.dtype, count=(r1 - r0) * (b - a))
-                        if block.size != (r1 - r0) * (b - a):
+                        block = buf_in[:(r1 - r0) * (b - a)]
+                        if fh.readinto(memoryview(block).cast("B")) != block.nbytes:
                             raise OSError(f"spill file {spill} is short")
-                        cols = np.ascontiguousarray(block.reshape(r1 - r0, b - a).T)
-                        del block
+                        cols = buf_out[:block.size].reshape(b - a, r1 - r0)
+                        np.copyto(cols, block.reshape(r1 - r0, b - a).T)
                         if r1 - r0 == n:        # the whole group: one contiguous range
                             _pwrite_all(fd, cols, base + a * n * isz)
                         else:
@@ -400,7 +406,7 @@ def convert(src, dst, fmt=None, dtype="float64", test_data=None, index_base="aut
     from .data.io import open_source
     t0 = time.perf_counter()
     stream = stream or sys.stderr
-    dst = os.path.normpath(os.fspath(dst))
+    src, dst = os.fspath(src), os.path.normpath(os.fspath(dst))
     if dtype not in ("float32", "float64"):
         raise InputError(f"--dtype must be float32 or float64; got {dtype!r}")
     if memory_mb is None or not memory_mb > 0:
@@ -410,8 +416,11 @@ def convert(src, dst, fmt=None, dtype="float64", test_data=None, index_base="aut
     parent = os.path.dirname(os.path.abspath(dst))
     if not os.path.isdir(parent):
         raise InputError(f"the directory {parent} (where {os.path.basename(dst)} goes) does not exist")
-    if os.path.exists(dst) and os.path.samefile(dst, os.fspath(src)):
+    if os.path.exists(dst) and os.path.exists(src) and os.path.samefile(dst, src):
         raise InputError("the source and the destination are the same path")
+    if not quiet and os.path.isfile(src) and not src.endswith(".npz") and os.path.getsize(src) > SCAN_NOTE_BYTES:
+        stream.write(f"asyos: convert: counting the rows and features of {src} first\n")
+        stream.flush()
     source = open_source(src, test_data, index_base, n_features)
     test = source.test_source()
     if fmt is None:
