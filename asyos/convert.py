@@ -428,6 +428,8 @@ def convert(src, dst, fmt=None, dtype="float64", test_data=None, index_base="aut
     if fmt not in FORMATS:
         raise InputError(f"--format must be one of {', '.join(FORMATS)}; got {fmt!r}")
     n, p = source.n_train, source.n_features
+    if p < 1:
+        raise InputError(f"{src} has no features")
     budget = int(memory_mb * (1 << 20))
     splits = [("train", source)] + ([("test", test)] if test is not None else [])
     if fmt == "parquet":
