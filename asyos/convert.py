@@ -63,8 +63,8 @@ FORMATS = ("dense", "csc", "parquet")
 class Progress:
     """``asyos: convert: <what> R of N <unit> (P%), S <unit>/s, ETA T s`` on stderr every ``every`` s."""
 
-    def __init__(self, enabled=True, every=PROGRESS_EVERY, stream=None):
-        self.enabled, self.every = enabled, every
+    def __init__(self, enabled=True, every=None, stream=None):
+        self.enabled, self.every = enabled, PROGRESS_EVERY if every is None else every
         self.stream = stream or sys.stderr
         self.phase("", 0, "")
 

@@ -141,6 +141,22 @@ def test_default_formats(tmp_path, rng):
     assert os.path.exists(tmp_path / "c" / "X.npz")
 
 
+def test_progress_lines_and_summary(tmp_path, rng, monkeypatch, capsys):
+    src, extra, X, y, Xt, yt = _make_source("libsvm", tmp_path, rng)
+    monkeypatch.setattr(convert_mod, "PROGRESS_EVERY", 0.0)
+    assert main([src, str(tmp_path / "out"), "--memory", TINY, *extra]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    reading = [ln for ln in lines if "read train rows" in ln]
+    assert reading and all("rows/s, ETA" in ln for ln in reading)
+    assert reading[-1].startswith(f"asyos: convert: read train rows {X.shape[0]} of {X.shape[0]} rows (100%)")
+    assert any(f"read test rows {Xt.shape[0]} of {Xt.shape[0]}" in ln for ln in lines)
+    assert any("wrote columns" in ln for ln in lines)
+    nnz = np.count_nonzero(X) + np.count_nonzero(Xt)
+    assert lines[-1].startswith("asyos: convert: ") and f"nnz={nnz}," in lines[-1] and "bytes written in" in lines[-1]
+    assert main([src, str(tmp_path / "quiet"), "-q", *extra]) == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_csc_members_are_what_save_npz_writes(tmp_path, rng):
     """Byte for byte the members ``scipy.sparse.save_npz(X.tocsc(), compressed=False)`` writes."""
     src, extra, X, y, _, _ = _make_source("libsvm-gz", tmp_path, rng)
