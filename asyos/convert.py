@@ -422,7 +422,7 @@ def convert(src, dst, fmt=None, dtype="float64", test_data=None, index_base="aut
         stream.write(f"asyos: convert: counting the rows and features of {src} first\n")
         stream.flush()
     source = open_source(src, test_data, index_base, n_features)
-    test = source.test_source()
+    test = _test_source(source)
     if fmt is None:
         fmt = "parquet" if dst.endswith(".parquet") else ("dense" if _source_kind(source) == "dense" else "csc")
     if fmt not in FORMATS:
@@ -502,6 +502,26 @@ def _convert_split(source, fmt, dtype, x_path, y_path, work, budget, progress, s
         nnz = writer.finish(progress)
     shutil.rmtree(spill, ignore_errors=True)
     return nnz
+
+
+class _InMemory:
+    """A test split that its source cannot stream, held whole (test splits are the small part)."""
+
+    def __init__(self, X, y):
+        self.X, self.y = X.tocsr() if sp.issparse(X) else np.asarray(X), np.asarray(y, dtype=np.float64)
+        self.n_train, self.n_features = self.X.shape
+
+    def iter_rows(self, start, stop, chunk_rows):
+        for lo in range(start, stop, chunk_rows):
+            yield self.X[lo:min(stop, lo + chunk_rows)], self.y[lo:min(stop, lo + chunk_rows)]
+
+
+def _test_source(source):
+    try:
+        return source.test_source()
+    except NotImplementedError:
+        test = source.load_test()
+        return None if test is None else _InMemory(*test)
 
 
 def _chunk_rows(source, fmt, budget):

@@ -157,6 +157,20 @@ def test_progress_lines_and_summary(tmp_path, rng, monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_a_source_without_a_streamed_test_split(tmp_path, rng, monkeypatch):
+    """A source that cannot stream its test split (test_source not implemented) has it loaded whole."""
+    from asyos.data.io import DenseNpzSource
+    src, _, X, y, Xt, yt = _make_source("npz-split", tmp_path, rng)
+
+    def not_implemented(self):
+        raise NotImplementedError
+    monkeypatch.setattr(DenseNpzSource, "test_source", not_implemented)
+    assert main([src, str(tmp_path / "out"), "--format", "csc", "--memory", TINY, "-q"]) == 0
+    assert np.array_equal(sp.load_npz(tmp_path / "out" / "X_test.npz").toarray(), Xt)
+    assert np.array_equal(np.load(tmp_path / "out" / "y_test.npy"), yt)
+    assert np.array_equal(sp.load_npz(tmp_path / "out" / "X_train.npz").toarray(), X)
+
+
 def test_csc_members_are_what_save_npz_writes(tmp_path, rng):
     """Byte for byte the members ``scipy.sparse.save_npz(X.tocsc(), compressed=False)`` writes."""
     src, extra, X, y, _, _ = _make_source("libsvm-gz", tmp_path, rng)
