@@ -6,8 +6,8 @@ Layouts understood (those of ``../shared/datasets``, plus libsvm text):
 * a directory with sparse CSR files ``X_train.npz`` + ``y_train.npy`` (``X_test.npz`` +
   ``y_test.npy`` optional), or ``X.npz`` + ``y.npy``; a directory holding a single dense ``.npz``;
 * libsvm / svmlight text (``label idx:val ...``, ``#`` comments, ``qid:`` ignored), with an
-  optional separate test file; indices 0- or 1-based, detected (a 0 index means 0-based) or
-  declared.
+  optional separate test file (either gzip-compressed when named ``*.gz``); indices 0- or 1-based,
+  detected (a 0 index means 0-based) or declared.
 
 A ``FileSource`` reads only headers when asked for sizes, and ``load(columns)`` keeps only the
 requested columns: a dense ``.npz`` member is decompressed as a stream in row chunks, the
@@ -16,6 +16,7 @@ are parsed, so a worker holds its shard plus one chunk, never the whole matrix.
 """
 from __future__ import annotations
 
+import gzip
 import os
 import zipfile
 from dataclasses import dataclass
@@ -85,6 +86,10 @@ class FileSource:
 
     def load_test(self):
         """``(X_test, y_test)`` of the file's test split, or ``None`` when it has none."""
+        raise NotImplementedError
+
+    def test_source(self) -> Optional["FileSource"]:
+        """The test split as a source of its own (its ``iter_rows`` streams the test rows), or ``None``."""
         raise NotImplementedError
 
 
@@ -255,6 +260,11 @@ class DenseNpzSource(FileSource):
         check_finite(X, f"{self.path}: {self._x_test.key}")
         return X, self.labels("test")
 
+    def test_source(self):
+        if self._x_test is None:
+            return None
+        return DenseNpzSource(self.path, self._x_test.key, self._y_test_key)
+
     def _iter_rows(self, start, stop, chunk_rows):
         xs = self._x.iter_rows(start, stop, chunk_rows)
         ys = _NpyMember(self.path, self._y_key).iter_rows(start, stop, chunk_rows)
@@ -347,6 +357,9 @@ class SparseDirectorySource(FileSource):
 
     def load_test(self):
         return None if self._test is None else self._read(self._test, None)
+
+    def test_source(self):
+        return None if self._test is None else SparseDirectorySource(self.directory, self._test)
 
     def _iter_rows(self, start, stop, chunk_rows):
         fname = self._file(self._train, "X")
@@ -539,6 +552,12 @@ class LibsvmSource(FileSource):
     def load_test(self):
         return None if not self.test_path else self._parse(self.test_path, None)
 
+    def test_source(self):
+        """The test file as a source with this one's index base and width (its rows are counted again)."""
+        if not self.test_path:
+            return None
+        return LibsvmSource(self.test_path, None, self.index_base, self.n_features)
+
     def _iter_rows(self, start, stop, chunk_rows):
         labels, rows, idx, vals = [], [], [], []
 
@@ -584,6 +603,8 @@ class LibsvmSource(FileSource):
 
 def _open_text(path):
     try:
+        if str(path).endswith(".gz"):
+            return gzip.open(path, "rt", encoding="utf-8", errors="strict")
         return open(path, "r", encoding="utf-8", errors="strict")
     except OSError as exc:
         raise InputError(f"cannot open {path!r}: {exc.strerror}") from None
@@ -630,6 +651,8 @@ def _libsvm_scan(path):
                     hi = max(hi, int(parsed[1].max()))
     except UnicodeDecodeError:
         raise InputError(f"{path!r} is neither an .npz archive nor libsvm text") from None
+    except (OSError, EOFError) as exc:          # a damaged .gz
+        raise InputError(f"cannot read {path!r}: {exc}") from None
     if n == 0:
         raise InputError(f"{path}: no samples found")
     return n, (lo if hi >= 0 else 0), hi
