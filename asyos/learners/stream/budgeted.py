@@ -54,6 +54,7 @@ class AdaptiveTruncation(SampleStreamLearner):
     """
 
     tuned_parameters = {"eta": "grid", "lam": "grid"}
+    BUFFER = 256
     _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "step": [StrOptions(set(STEPS))],
                               "truncation": [StrOptions(set(TRUNCATIONS))], "eta": [positive()],
                               "lam": [non_negative()], "delta": [positive()]}
@@ -79,25 +80,38 @@ class AdaptiveTruncation(SampleStreamLearner):
                       members=np.zeros(self.budget, dtype=np.int64), ranks=np.arange(p, dtype=np.int64),
                       params=params)
         if self.step == "dual-averaging":
+            counts = np.zeros(7, dtype=np.int64)
+            counts[4] = -1                                 # no floor item yet
             return StreamState(sg=np.zeros(p), h=np.full(p, float(self.delta)), active=np.zeros(p, dtype=np.bool_),
-                               heap=np.zeros(p, dtype=np.int64), hpos=np.full(p, -1, dtype=np.int64),
-                               hkey=np.zeros(p), counts=np.zeros(5, dtype=np.int64), **common)
+                               heap=np.zeros(self._buffer_capacity(), dtype=np.int64),
+                               hpos=np.full(p, -1, dtype=np.int64), hkey=np.zeros(p),
+                               cand=np.zeros(p, dtype=np.int64),
+                               bound=np.zeros(2), counts=counts, **common)
         return StreamState(w=np.zeros(p), stamp=np.zeros(p, dtype=np.int64), cand=np.zeros(p, dtype=np.int64),
                            scores=np.zeros(p), counts=np.zeros(4, dtype=np.int64), **common)
 
     def _kernel(self, s):
         if self.step == "dual-averaging":
             return K.barda_rows, (s.sg, s.sq, s.h, s.active, s.mpos, s.members, s.heap, s.hpos, s.hkey, s.ranks,
-                                  s.counts, s.params)
+                                  s.cand, s.bound, s.counts, s.params)
         return K.bamd_rows, (s.w, s.sq, s.mpos, s.members, s.stamp, s.cand, s.scores, s.ranks, s.counts, s.params)
+
+    def _buffer_capacity(self):
+        """B-ARDA's buffer of candidates (``_stream_kernels.barda_rows``): ``2 max(B, BUFFER)``."""
+        return 2 * max(self.budget, self.BUFFER)
+
+    def _kept(self, s):
+        kept = s.members[:s.counts[1]]
+        if self.step == "mirror-descent":
+            return kept, s.w[kept]
+        return kept, -self.eta * s.sg[kept] / (self.lam * self.eta * s.counts[0] + s.h[kept])
 
     def _weights(self, s):
         if self.step == "mirror-descent":
             return s.w.copy()
         w = np.zeros(s.sg.shape[0])
-        kept = s.members[:s.counts[1]]
-        c = self.lam * self.eta * s.counts[0]
-        w[kept] = -self.eta * s.sg[kept] / (c + s.h[kept])
+        kept, values = self._kept(s)
+        w[kept] = values
         return w
 
     @classmethod

@@ -55,6 +55,10 @@ class OFS(SampleStreamLearner):
     def _weights(self, s):
         return s.v * s.scale[0]
 
+    def _kept(self, s):
+        kept = s.heap[:s.counts[1]]
+        return kept, s.v[kept] * s.scale[0]
+
 
 class SOFS(SampleStreamLearner):
     """SOFS: diagonal AROW, keep the mean on the ``B`` coordinates of smallest variance.
@@ -97,6 +101,10 @@ class SOFS(SampleStreamLearner):
 
     def _weights(self, s):
         return s.mu.copy()
+
+    def _kept(self, s):
+        kept = s.heap[:s.counts[1]]
+        return kept, s.mu[kept]
 
     @property
     def variance_(self):
