@@ -22,10 +22,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import _stream_kernels as K
-from .sample_stream import SampleStreamLearner, StreamState
+from .sample_stream import SampleStreamLearner, StreamState, records
 from ..params import StrOptions, non_negative, positive
 
 STEPS = ("dual-averaging", "mirror-descent")
+ARDA_COLUMNS = ("sg", "sq", "h", "hkey", "mpos", "hpos", "active", "rank")     # _stream_kernels._arda_columns
 TRUNCATIONS = {"quadratic": 2, "linear": 1}
 
 
@@ -76,25 +77,25 @@ class AdaptiveTruncation(SampleStreamLearner):
 
     def _new_state(self, p, code):
         params = np.array([self.eta, self.lam, self.delta, self.budget, code, TRUNCATIONS[self.truncation]], dtype=float)
-        common = dict(sq=np.zeros(p), mpos=np.full(p, -1, dtype=np.int64),
-                      members=np.zeros(self.budget, dtype=np.int64), ranks=np.arange(p, dtype=np.int64),
-                      params=params)
+        members = np.zeros(self.budget, dtype=np.int64)
         if self.step == "dual-averaging":
             counts = np.zeros(7, dtype=np.int64)
             counts[4] = -1                                 # no floor item yet
-            return StreamState(sg=np.zeros(p), h=np.full(p, float(self.delta)), active=np.zeros(p, dtype=np.bool_),
-                               heap=np.zeros(self._buffer_capacity(), dtype=np.int64),
-                               hpos=np.full(p, -1, dtype=np.int64), hkey=np.zeros(p),
-                               cand=np.zeros(p, dtype=np.int64),
-                               bound=np.zeros(2), counts=counts, **common)
-        return StreamState(w=np.zeros(p), stamp=np.zeros(p, dtype=np.int64), cand=np.zeros(p, dtype=np.int64),
-                           scores=np.zeros(p), counts=np.zeros(4, dtype=np.int64), **common)
+            rec = records(p, len(ARDA_COLUMNS))
+            rec[:, ARDA_COLUMNS.index("h")] = self.delta
+            rec[:, ARDA_COLUMNS.index("mpos")] = -1
+            rec[:, ARDA_COLUMNS.index("hpos")] = -1
+            rec[:, ARDA_COLUMNS.index("rank")] = np.arange(p)
+            return StreamState(rec=rec, members=members, heap=np.zeros(self._buffer_capacity(), dtype=np.int64),
+                               cand=np.zeros(p, dtype=np.int64), bound=np.array([0.0, 0.0, -1.0, 0.0]), counts=counts, params=params)
+        return StreamState(w=np.zeros(p), sq=np.zeros(p), mpos=np.full(p, -1, dtype=np.int64), members=members,
+                           ranks=np.arange(p, dtype=np.int64), cand=np.zeros(p, dtype=np.int64), scores=np.zeros(p),
+                           counts=np.zeros(4, dtype=np.int64), params=params)
 
     def _kernel(self, s):
         if self.step == "dual-averaging":
-            return K.barda_rows, (s.sg, s.sq, s.h, s.active, s.mpos, s.members, s.heap, s.hpos, s.hkey, s.ranks,
-                                  s.cand, s.bound, s.counts, s.params)
-        return K.bamd_rows, (s.w, s.sq, s.mpos, s.members, s.stamp, s.cand, s.scores, s.ranks, s.counts, s.params)
+            return K.barda_rows, (s.rec, s.members, s.heap, s.cand, s.bound, s.counts, s.params)
+        return K.bamd_rows, (s.w, s.sq, s.mpos, s.members, s.cand, s.scores, s.ranks, s.counts, s.params)
 
     def _buffer_capacity(self):
         """B-ARDA's buffer of candidates (``_stream_kernels.barda_rows``): ``2 max(B, BUFFER)``."""
@@ -104,12 +105,13 @@ class AdaptiveTruncation(SampleStreamLearner):
         kept = s.members[:s.counts[1]]
         if self.step == "mirror-descent":
             return kept, s.w[kept]
-        return kept, -self.eta * s.sg[kept] / (self.lam * self.eta * s.counts[0] + s.h[kept])
+        sg, h = s.rec[kept, ARDA_COLUMNS.index("sg")], s.rec[kept, ARDA_COLUMNS.index("h")]
+        return kept, -self.eta * sg / (self.lam * self.eta * s.counts[0] + h)
 
     def _weights(self, s):
         if self.step == "mirror-descent":
             return s.w.copy()
-        w = np.zeros(s.sg.shape[0])
+        w = np.zeros(s.rec.shape[0])
         kept, values = self._kept(s)
         w[kept] = values
         return w

@@ -547,6 +547,14 @@ class SampleStreamLearner(BudgetedSelector):
         return 1.0 - int(self._state.counts[-1]) / max(int(self._state.counts[0]), 1)
 
 
+def records(n, width):
+    """A zeroed ``(n, width)`` float64 array whose rows start on 64-byte boundaries (a cache line):
+    the per-coordinate records of a row loop, so that a record never straddles two lines."""
+    buffer = np.zeros(n * width + 8)
+    skip = (-buffer.ctypes.data % 64) // 8
+    return buffer[skip:skip + n * width].reshape(n, width)
+
+
 class StreamState:
     """Arrays and counters of one learner; plain attributes so that it pickles."""
 
