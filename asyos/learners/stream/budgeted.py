@@ -27,6 +27,7 @@ from ..params import StrOptions, non_negative, positive
 
 STEPS = ("dual-averaging", "mirror-descent")
 ARDA_COLUMNS = ("sg", "sq", "h", "hkey", "mpos", "hpos", "active", "rank")     # _stream_kernels._arda_columns
+AMD_COLUMNS = ("w", "sq", "h", "mpos")                                          # _stream_kernels.bamd_rows
 TRUNCATIONS = {"quadratic": 2, "linear": 1}
 
 
@@ -88,14 +89,17 @@ class AdaptiveTruncation(SampleStreamLearner):
             rec[:, ARDA_COLUMNS.index("rank")] = np.arange(p)
             return StreamState(rec=rec, members=members, heap=np.zeros(self._buffer_capacity(), dtype=np.int64),
                                cand=np.zeros(p, dtype=np.int64), bound=np.array([0.0, 0.0, -1.0, 0.0]), counts=counts, params=params)
-        return StreamState(w=np.zeros(p), sq=np.zeros(p), mpos=np.full(p, -1, dtype=np.int64), members=members,
-                           ranks=np.arange(p, dtype=np.int64), cand=np.zeros(p, dtype=np.int64), scores=np.zeros(p),
-                           counts=np.zeros(4, dtype=np.int64), params=params)
+        rec = records(p, len(AMD_COLUMNS))
+        rec[:, AMD_COLUMNS.index("h")] = self.delta
+        rec[:, AMD_COLUMNS.index("mpos")] = -1
+        return StreamState(rec=rec, members=members, ranks=np.arange(p, dtype=np.int64),
+                           cand=np.zeros(p, dtype=np.int64), scores=np.zeros(p), counts=np.zeros(4, dtype=np.int64),
+                           params=params)
 
     def _kernel(self, s):
         if self.step == "dual-averaging":
             return K.barda_rows, (s.rec, s.members, s.heap, s.cand, s.bound, s.counts, s.params)
-        return K.bamd_rows, (s.w, s.sq, s.mpos, s.members, s.cand, s.scores, s.ranks, s.counts, s.params)
+        return K.bamd_rows, (s.rec, s.members, s.cand, s.scores, s.ranks, s.counts, s.params)
 
     def _buffer_capacity(self):
         """B-ARDA's buffer of candidates (``_stream_kernels.barda_rows``): ``2 max(B, BUFFER)``."""
@@ -104,13 +108,13 @@ class AdaptiveTruncation(SampleStreamLearner):
     def _kept(self, s):
         kept = s.members[:s.counts[1]]
         if self.step == "mirror-descent":
-            return kept, s.w[kept]
+            return kept, s.rec[kept, 0]
         sg, h = s.rec[kept, ARDA_COLUMNS.index("sg")], s.rec[kept, ARDA_COLUMNS.index("h")]
         return kept, -self.eta * sg / (self.lam * self.eta * s.counts[0] + h)
 
     def _weights(self, s):
         if self.step == "mirror-descent":
-            return s.w.copy()
+            return s.rec[:, 0].copy()
         w = np.zeros(s.rec.shape[0])
         kept, values = self._kept(s)
         w[kept] = values
