@@ -77,7 +77,8 @@ class AdaptiveTruncation(SampleStreamLearner):
 
 
     def _new_state(self, p, code):
-        params = np.array([self.eta, self.lam, self.delta, self.budget, code, TRUNCATIONS[self.truncation]], dtype=float)
+        params = np.array([self.eta, self.lam, self.delta, self.budget, code, TRUNCATIONS[self.truncation]],
+                          dtype=float)
         members = np.zeros(self.budget, dtype=np.int64)
         if self.step == "dual-averaging":
             counts = np.zeros(7, dtype=np.int64)
@@ -88,7 +89,8 @@ class AdaptiveTruncation(SampleStreamLearner):
             rec[:, ARDA_COLUMNS.index("hpos")] = -1
             rec[:, ARDA_COLUMNS.index("rank")] = np.arange(p)
             return StreamState(rec=rec, members=members, heap=np.zeros(self._buffer_capacity(), dtype=np.int64),
-                               cand=np.zeros(p, dtype=np.int64), bound=np.array([0.0, 0.0, -1.0, 0.0]), counts=counts, params=params)
+                               cand=np.zeros(p, dtype=np.int64), bound=np.array([0.0, 0.0, -1.0, 0.0]), counts=counts,
+                               params=params)
         rec = records(p, len(AMD_COLUMNS))
         rec[:, AMD_COLUMNS.index("h")] = self.delta
         rec[:, AMD_COLUMNS.index("mpos")] = -1
