@@ -173,6 +173,17 @@ def _arda_score(i, c, sg, h, eta, power):
 
 
 @jit
+def _arda_below(i, c, sg, h, eta, power, key):
+    """True when the score of ``i`` (``_arda_score``) is certainly below ``key``: the comparison without its
+    division (a margin of 1e-12 covers the rounding of both sides; False when in doubt)."""
+    a = eta * abs(sg[i])
+    den = c + h[i]
+    if power == 2:
+        return h[i] * a * a < key * den * den * (1.0 - 1e-12)
+    return h[i] * a < key * den * (1.0 - 1e-12)
+
+
+@jit
 def barda_rows(rec, members, heap, cand, bound, counts, params, indptr, indices, data, y, order, margins, given):
     """``counts = [t, n_members, buffer_size, n_active, floor_item, n_updates, n_mistakes]``, ``bound =
     [floor_key, n_rescans, low, low_c]``; ``params = [eta, lam, delta, budget, loss, power]``.
@@ -243,6 +254,8 @@ def barda_rows(rec, members, heap, cand, bound, counts, params, indptr, indices,
                         nmem += 1
                         low = -1.0                     # the weakest is unknown
                         continue
+                if hpos[i] < 0 and floor >= 0 and _arda_below(i, c, sg, h, eta, power, fkey):
+                    continue                           # under the floor: it stays out, and no division
                 s = _arda_score(i, c, sg, h, eta, power)
                 if hpos[i] >= 0:
                     if s > hkey[i]:                    # a key that fell is still an upper bound
@@ -368,7 +381,10 @@ def bamd_rows(rec, members, cand, score, ranks, counts, params, indptr, indices,
     replace the weakest one at a time (``SMALL`` of them or fewer; more: one quickselect over the members
     and them). Before, every row scored and quickselected the members and all the row's newcomers
     (``B + nnz`` scores); at d = 2e4, B = 100, 100 non-zeros that cost is within the noise (1.68 -> 1.64 us
-    per row): B-AMD's cost is its two square roots and divisions per non-zero and per member. A member the row
+    per row). What remains is O(B) per row, as eq. 3 with ``phi = lam/2 ||w||^2`` moves every kept weight:
+    at B = 1000 a row costs 9.6 us, 6.5 us of it with ``lam = 0`` (the members' pass: scores, compaction),
+    and neither the selection (a heap of the dropped instead of the quickselect) nor fusing the members'
+    passes changed it measurably. A member the row
     touches is marked in ``mpos`` (``-3 - slot``) for the shrink loop, instead of a per-coordinate stamp
     array. ``rec`` holds one 32-byte record ``w, sq, H, mpos`` per coordinate (``H`` kept: no square
     root to score): a non-zero costs one cache line instead of four arrays' (at d = 10^6: 4.2 us per
@@ -387,6 +403,7 @@ def bamd_rows(rec, members, cand, score, ranks, counts, params, indptr, indices,
         gl = dloss1(code, y[r], u)
         if gl != 0.0:
             nupd += 1
+        fresh = 0                                    # the newcomers: the row's non-zeros of z outside
         for k in range(lo, hi):
             i = indices[k]
             if mpos[i] >= 0:
@@ -396,6 +413,10 @@ def bamd_rows(rec, members, cand, score, ranks, counts, params, indptr, indices,
                 sq[i] += g * g
                 h[i] = delta + math.sqrt(sq[i])
                 w[i] -= eta * g / h[i]
+            if mpos[i] == -1 and w[i] != 0.0:
+                fresh += 1
+        scoring = nmem + fresh > budget              # the members' scores are needed: taken in this loop
+        weakest, wscore = -1, 0.0
         n = 0                                        # the kept set's non-zeros, shrunk when untouched
         for m in range(nmem):
             i = members[m]
@@ -411,14 +432,13 @@ def bamd_rows(rec, members, cand, score, ranks, counts, params, indptr, indices,
                 members[n] = i
                 mpos[i] = n
                 n += 1
+                if scoring:
+                    score[i] = _amd_score(w[i], h[i], power)
+                    if weakest < 0 or beats(wscore, ranks[weakest], score[i], ranks[i]):
+                        weakest, wscore = i, score[i]
             else:
                 mpos[i] = -1
         nmem = n
-        fresh = 0                                    # the newcomers: the row's non-zeros of z outside
-        for k in range(lo, hi):
-            i = indices[k]
-            if mpos[i] == -1 and w[i] != 0.0:
-                fresh += 1
         if nmem + fresh <= budget:
             for k in range(lo, hi):
                 i = indices[k]
@@ -427,12 +447,6 @@ def bamd_rows(rec, members, cand, score, ranks, counts, params, indptr, indices,
                     mpos[i] = nmem
                     nmem += 1
             continue
-        weakest, wscore = -1, 0.0
-        for m in range(nmem):
-            i = members[m]
-            score[i] = _amd_score(w[i], h[i], power)
-            if weakest < 0 or beats(wscore, ranks[weakest], score[i], ranks[i]):
-                weakest, wscore = i, score[i]
         n = 0                                        # survivors: newcomers beating the weakest member
         for k in range(lo, hi):
             i = indices[k]

@@ -108,8 +108,10 @@ class StreamRows:
     """Rows as the row loops read them (``start``/``prepare``): ``indptr, indices, data`` (CSR, scaled),
     ``y``, ``n_rows``, and ``passes``, the passes ``fit`` makes over them."""
 
-    def __init__(self, X, y, passes):
+    def __init__(self, X, y, passes, data=None):
         self.indptr, self.indices, self.data = rows_of(X)
+        if data is not None:                         # X's rows with other values (the scaled ones)
+            self.data = data
         self.y = y
         self.n_rows = X.shape[0]
         self.passes = passes
@@ -213,10 +215,9 @@ class SampleStreamLearner(BudgetedSelector):
         if self.scale is not None:
             data = np.empty_like(X.data)
             if K.maxabs_scale(X.indices, X.data, self._absmax, data):
-                X = sp.csr_matrix((data, X.indices, X.indptr), shape=X.shape, copy=False)
-            else:                                   # a zero among the values: drop it, as the product did
-                X = sp.csr_matrix((data, X.indices.copy(), X.indptr.copy()), shape=X.shape)
-                X.eliminate_zeros()
+                return StreamRows(X, y, self._n_passes(X.shape[0], X.shape[1]), data=data)
+            X = sp.csr_matrix((data, X.indices.copy(), X.indptr.copy()), shape=X.shape)
+            X.eliminate_zeros()                     # a zero among the values: dropped, as the product did
         return StreamRows(X, y, self._n_passes(X.shape[0], X.shape[1]))
 
     def step_rows(self, rows, order=None, margins=None):
