@@ -240,7 +240,8 @@ class SampleStreamLearner(BudgetedSelector):
         rng = np.random.default_rng(self.random_state)
         for _ in range(rows.passes):
             self.step_rows(rows, rng.permutation(rows.n_rows).astype(np.int64))
-        return self._check_finite()
+        self._fitted_coef()                 # fit is O(d) anyway: coef_ built now, predict leaves vars() as is
+        return self
 
     def partial_fit(self, X, y, classes=None):
         """Continue with the rows of ``X`` in the order given. A classifier's first call takes
