@@ -5,7 +5,12 @@ published per-sample algorithm does, but touches only the row's non-zeros plus w
 needs (the kept set), never a dense ``d``-vector:
 
 * budgets are kept with an indexed binary heap (``heap_*``) or a quickselect over the kept set plus
-  the row's non-zeros (``keep_top``), so truncation costs ``O(B + nnz)`` or ``O(nnz log B)``;
+  the row's non-zeros (``keep_top``), so truncation costs ``O(B + nnz)`` or ``O(nnz log B)``; B-ARDA,
+  whose non-kept scores all move with ``t``, keeps a bounded buffer of candidates and a floor above
+  the rest (``barda_rows``), not a heap of every coordinate ever touched;
+* the per-coordinate state of B-ARDA, B-AMD, OFS and SOFS is one record (a row of a 2-D array,
+  ``sample_stream.records``) per coordinate, so that a non-zero costs one cache line at d = 10^6;
+* the CSR arrays are the caller's, int32 or int64 (numba compiles a loop for each), never copied;
 * global rescalings (``(1 - lambda eta) w``, the L2-ball projection) are a scalar that multiplies
   the stored vector;
 * l1 shrinkage of coordinates a row does not touch is applied lazily, in closed form, the next time
