@@ -14,7 +14,18 @@ the same CSR data, so machine noise hits both; rates are samples per second of t
 repeats, and the ratio is to scikit-learn's rate measured next to it. Goals: B-AMD, OFS and SOFS
 >= 0.25x scikit-learn's rate, B-ARDA >= 50000 samples/s.
 
-    python benchmarks/bench_stream_throughput.py [--quick]
+``--profile wide``: d = 10^6 features, 10^6 rows of 100 non-zeros (the CSR is 1.2 GB: float64 values,
+int32 indices, made in chunks in memory), budget 100. SFSA and TSGD, whose mini-batch steps cost O(d),
+are timed on the first ``slow_rows`` rows (next to scikit-learn's epoch over the same rows; rates are
+per sample). ``--rows`` overrides the number of rows, ``--learners`` picks learners.
+
+Memory: after the timed passes, one more pass of a fresh model runs under ``tracemalloc`` (which sees
+Python's and numpy's allocations; the compiled row loops allocate nothing): ``peak MB`` is the peak
+allocated during ``partial_fit`` above what was allocated before it (the model's state plus any
+transient copy of the input), ``state MB`` the arrays the model keeps; scikit-learn's pass is measured
+the same way. The input's index arrays (``X.indices``, 4 bytes per non-zero) are no longer copied.
+
+    python benchmarks/bench_stream_throughput.py [--quick | --profile wide] [--rows N] [--learners a,b]
 """
 from __future__ import annotations
 
@@ -22,6 +33,7 @@ import hashlib
 import os
 import sys
 import time
+import tracemalloc
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,6 +48,9 @@ PROFILES = {
               "budgets": [100, 1000], "lam": 1e-3, "repeats": 3, "warmup_rows": 500, "seed": 0},
     "quick": {"n_features": 20000, "nnz_per_row": 100, "n_informative": 100, "n_samples": 10000,
               "budgets": [100], "lam": 1e-3, "repeats": 2, "warmup_rows": 200, "seed": 0},
+    "wide": {"n_features": 1000000, "nnz_per_row": 100, "n_informative": 100, "n_samples": 1000000,
+             "budgets": [100], "lam": 1e-3, "repeats": 2, "warmup_rows": 500, "seed": 0,
+             "slow_rows": {"sfsa": 5000, "tsgd": 20000}},
 }
 L1_FAMILY = ("l1-arda", "ada-fobos", "opg", "rda")
 MARGIN_LOSS = ("ofs", "sofs")                    # their default (and the published) loss: the hinge
@@ -43,18 +58,23 @@ MARGIN_LOSS = ("ofs", "sofs")                    # their default (and the publis
 GOALS = {"b-arda": ("rate", 50000.0), "b-amd": ("ratio", 0.25), "ofs": ("ratio", 0.25), "sofs": ("ratio", 0.25)}
 
 
-def sparse_stream(n, d, nnz, informative, seed):
+def sparse_stream(n, d, nnz, informative, seed, chunk=100000):
     """``(X, y)``: CSR float64 with ``nnz`` distinct random columns per row, N(0, 1) values, and
-    ``y = sign(X w*)`` for ``w*`` with ``informative`` N(0, 1) non-zeros (a random sign where it is 0)."""
+    ``y = sign(X w*)`` for ``w*`` with ``informative`` N(0, 1) non-zeros (a random sign where it is 0).
+    The columns are drawn ``chunk`` rows at a time into the int32 index array (no int64 copy of it all)."""
     rng = np.random.default_rng(seed)
-    cols = np.sort(rng.integers(0, d, size=(n, nnz)), axis=1)
-    while True:                                     # redraw the rows with a repeated column
-        bad = np.flatnonzero((np.diff(cols, axis=1) == 0).any(axis=1))
-        if bad.size == 0:
-            break
-        cols[bad] = np.sort(rng.integers(0, d, size=(bad.size, nnz)), axis=1)
-    X = sp.csr_matrix((rng.standard_normal(n * nnz), cols.ravel().astype(np.int32),
-                       np.arange(0, n * nnz + 1, nnz, dtype=np.int32)), shape=(n, d))
+    dtype = np.int32 if max(d, n * nnz) < 2 ** 31 else np.int64
+    indices = np.empty(n * nnz, dtype=dtype)
+    for start in range(0, n, chunk):
+        cols = np.sort(rng.integers(0, d, size=(min(chunk, n - start), nnz)), axis=1)
+        while True:                                 # redraw the rows with a repeated column
+            bad = np.flatnonzero((np.diff(cols, axis=1) == 0).any(axis=1))
+            if bad.size == 0:
+                break
+            cols[bad] = np.sort(rng.integers(0, d, size=(bad.size, nnz)), axis=1)
+        indices[start * nnz:start * nnz + cols.size] = cols.ravel()
+    X = sp.csr_matrix((rng.standard_normal(n * nnz), indices, np.arange(0, n * nnz + 1, nnz, dtype=dtype)),
+                      shape=(n, d))
     w = np.zeros(d)
     w[rng.choice(d, informative, replace=False)] = rng.standard_normal(informative)
     y = np.sign(X @ w)
@@ -87,6 +107,23 @@ def one_pass(make, X, y, **fit):
     return time.perf_counter() - t0, model
 
 
+def pass_memory(make, X, y, **fit):
+    """``(peak, kept)`` bytes: the peak allocated (``tracemalloc``) during a fresh model's ``partial_fit``
+    over ``X`` above what was allocated before, and the bytes of the arrays the model keeps."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        model = make()
+        model.partial_fit(X, y, **fit)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    state = getattr(model, "_state", None)
+    arrays = vars(state if state is not None else model).values()
+    return peak, sum(a.nbytes for a in arrays if isinstance(a, np.ndarray))
+
+
 def sources_digest():
     """A digest of the learners' source (row loops, facade, classes), to tell runs of different code apart
     and to catch an edit in the middle of a run."""
@@ -108,13 +145,21 @@ def goal_status(name, rate, ratio):
 
 
 def main():
-    args = parser(__doc__.splitlines()[0]).parse_args()
-    profile = choose_profile(args, PROFILES)
+    cli = parser(__doc__.splitlines()[0])
+    cli.add_argument("--profile", choices=sorted(PROFILES), help="a profile by name (default: paper, or quick)")
+    cli.add_argument("--rows", type=int, help="rows of the stream (default: the profile's)")
+    cli.add_argument("--learners", help="comma-separated learner names (default: all)")
+    args = cli.parse_args()
+    profile = dict(PROFILES[args.profile]) if args.profile else choose_profile(args, PROFILES)
+    if args.rows:
+        profile["n_samples"] = args.rows
+    wanted = args.learners.split(",") if args.learners else None
     try:
         import sklearn  # noqa: F401
     except ImportError:
         raise SystemExit("scikit-learn is needed for the reference: pip install scikit-learn") from None
-    run = Run("stream_throughput", args, profile)
+    run = Run("stream_throughput" + (f"_{args.profile}" if args.profile not in (None, "paper") else ""), args,
+              profile)
     digest = sources_digest()
     n, d, reps = profile["n_samples"], profile["n_features"], profile["repeats"]
     t0 = time.perf_counter()
@@ -132,9 +177,13 @@ def main():
     classes = np.array([-1.0, 1.0])
     for loss in ("hinge", "squared_hinge"):         # scikit-learn's first call pays its own set-up
         make_sklearn(loss).partial_fit(Xw, yw, classes=classes)
-    rows = []
+    rows, sk_memory = [], {}
     for cls in all_stream_learners():
         name = cls.algorithm_name
+        if wanted is not None and name not in wanted:
+            continue
+        m = min(n, profile.get("slow_rows", {}).get(name, n))     # O(d) per mini-batch: a prefix
+        Xl, yl = (X, y) if m == n else (X[:m], y[:m])
         budgets = profile["budgets"][:1] if name in L1_FAMILY else profile["budgets"]
         for budget in budgets:
             make = lambda: make_learner(cls, budget, profile["lam"])  # noqa: E731
@@ -144,14 +193,20 @@ def main():
             model.partial_fit(Xw, yw)               # warm-up: the loop is compiled before any timing
             ours, ref = [], []
             for _ in range(reps):                   # interleaved: scikit-learn's epoch, then our pass
-                ref.append(one_pass(lambda: make_sklearn(sk_loss), X, y, classes=classes)[0])
-                seconds, model = one_pass(make, X, y)
+                ref.append(one_pass(lambda: make_sklearn(sk_loss), Xl, yl, classes=classes)[0])
+                seconds, model = one_pass(make, Xl, yl)
                 ours.append(seconds)
-            rate, sk_rate = n / min(ours), n / min(ref)
+            rate, sk_rate = m / min(ours), m / min(ref)
+            peak, kept = pass_memory(make, Xl, yl)
+            if (sk_loss, m) not in sk_memory:
+                sk_memory[sk_loss, m] = pass_memory(lambda: make_sklearn(sk_loss), Xl, yl, classes=classes)
             ratio = rate / sk_rate
             goal, met = goal_status(name, rate, ratio)
             unit = run.unit({"learner": name, "budget": budget, "loss": loss, "sklearn_loss": sk_loss,
-                             "n_samples": n, "n_features": d, "nnz_per_row": profile["nnz_per_row"],
+                             "n_samples": m, "n_features": d, "nnz_per_row": profile["nnz_per_row"],
+                             "peak_mb": peak / 2 ** 20, "state_mb": kept / 2 ** 20,
+                             "sklearn_peak_mb": sk_memory[sk_loss, m][0] / 2 ** 20,
+                             "input_indices_mb": Xl.indices.nbytes / 2 ** 20,
                              "lam": profile["lam"] if name in L1_FAMILY else None,
                              "seconds": ours, "sklearn_seconds": ref, "samples_per_s": rate,
                              "sklearn_samples_per_s": sk_rate, "ratio": ratio, "us_per_sample": 1e6 / rate,
@@ -160,7 +215,9 @@ def main():
                              "goal": goal, "goal_met": met})
             rows.append(unit)
             print(f"  {name:>9} B = {budget:<5} {rate:>10.0f} samples/s  {ratio:5.2f}x scikit-learn "
-                  f"({sk_loss}, {sk_rate:.0f} samples/s)", flush=True)
+                  f"({sk_loss}, {sk_rate:.0f} samples/s{'' if m == n else f', first {m} rows'}); "
+                  f"peak {peak / 2 ** 20:.0f} MB (state {kept / 2 ** 20:.0f} MB; scikit-learn "
+                  f"{sk_memory[sk_loss, m][0] / 2 ** 20:.0f} MB)", flush=True)
     summary = summarise(rows, profile, compile_s)
     summary["sources_sha256"] = digest
     if sources_digest() != digest:
@@ -175,19 +232,20 @@ def main():
 def summarise(rows, profile, compile_s):
     sk = {}
     for u in rows:
-        sk.setdefault(u["sklearn_loss"], []).extend(u["sklearn_seconds"])
-    sk_rates = {loss: profile["n_samples"] / min(times) for loss, times in sk.items()}
-    table = [[u["learner"], u["budget"], u["loss"], f"{u['samples_per_s']:.0f}", f"{u['us_per_sample']:.2f}",
-              f"{u['sklearn_samples_per_s']:.0f}", f"{u['ratio']:.3f}", f"{u['n_updates'] / u['n_samples']:.2f}",
-              u["support"], "" if u["goal"] is None else f"{u['goal']}: {'met' if u['goal_met'] else 'MISSED'}"]
-             for u in rows]
-    table += [[f"scikit-learn SGD ({loss})", "-", loss, f"{rate:.0f}", f"{1e6 / rate:.2f}", f"{rate:.0f}", "1.000",
-               "-", "-", "best of all its epochs"] for loss, rate in sk_rates.items()]
+        sk.setdefault(u["sklearn_loss"], []).append(u["sklearn_samples_per_s"])
+    sk_rates = {loss: max(rates) for loss, rates in sk.items()}
+    table = [[u["learner"], u["budget"], u["loss"], u["n_samples"], f"{u['samples_per_s']:.0f}",
+              f"{u['us_per_sample']:.2f}", f"{u['sklearn_samples_per_s']:.0f}", f"{u['ratio']:.3f}",
+              f"{u['n_updates'] / u['n_samples']:.2f}", u["support"], f"{u['peak_mb']:.1f}", f"{u['state_mb']:.1f}",
+              f"{u['sklearn_peak_mb']:.1f}",
+              "" if u["goal"] is None else f"{u['goal']}: {'met' if u['goal_met'] else 'MISSED'}"] for u in rows]
+    table += [[f"scikit-learn SGD ({loss})", "-", loss, "-", f"{rate:.0f}", f"{1e6 / rate:.2f}", f"{rate:.0f}",
+               "1.000", "-", "-", "-", "-", "-", "best of all its epochs"] for loss, rate in sk_rates.items()]
     print_table(f"One pass over {profile['n_samples']} rows x {profile['n_features']} features "
                 f"({profile['nnz_per_row']} non-zeros per row), best of {profile['repeats']}: samples/s, and x "
                 f"scikit-learn's SGDClassifier(penalty='l1') epoch measured next to it (same loss)",
-                ["learner", "B", "loss", "samples/s", "us / sample", "sklearn samples/s", "x sklearn",
-                 "updates / row", "support", "goal"], table)
+                ["learner", "B", "loss", "rows", "samples/s", "us / sample", "sklearn samples/s", "x sklearn",
+                 "updates / row", "support", "peak MB", "state MB", "sklearn peak MB", "goal"], table)
     goals = {f"{u['learner']} B={u['budget']}": {"goal": u["goal"], "met": u["goal_met"],
                                                   "samples_per_s": u["samples_per_s"], "ratio": u["ratio"]}
              for u in rows if u["goal"] is not None}

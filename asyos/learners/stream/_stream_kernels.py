@@ -5,7 +5,12 @@ published per-sample algorithm does, but touches only the row's non-zeros plus w
 needs (the kept set), never a dense ``d``-vector:
 
 * budgets are kept with an indexed binary heap (``heap_*``) or a quickselect over the kept set plus
-  the row's non-zeros (``keep_top``), so truncation costs ``O(B + nnz)`` or ``O(nnz log B)``;
+  the row's non-zeros (``keep_top``), so truncation costs ``O(B + nnz)`` or ``O(nnz log B)``; B-ARDA,
+  whose non-kept scores all move with ``t``, keeps a bounded buffer of candidates and a floor above
+  the rest (``barda_rows``), not a heap of every coordinate ever touched;
+* the per-coordinate state of B-ARDA, B-AMD, OFS and SOFS is one record (a row of a 2-D array,
+  ``sample_stream.records``) per coordinate, so that a non-zero costs one cache line at d = 10^6;
+* the CSR arrays are the caller's, int32 or int64 (numba compiles a loop for each), never copied;
 * global rescalings (``(1 - lambda eta) w``, the L2-ball projection) are a scalar that multiplies
   the stored vector;
 * l1 shrinkage of coordinates a row does not touch is applied lazily, in closed form, the next time
@@ -36,6 +41,7 @@ import numpy as np
 from ...losses import dloss1
 
 NORM_REFRESH = 1024           # OFS recomputes its running sum of squares exactly this often
+SMALL = 4                     # B-AMD: at most this many newcomers replace the weakest member one at a time
 
 
 def _make_jit():
@@ -122,8 +128,8 @@ def heap_push(heap, pos, key, rank, size, item):
 @jit
 def heap_fix(heap, pos, key, rank, size, item):
     """Restore the heap after ``key[item]`` changed either way."""
-    heap_sift_up(heap, pos, key, rank, pos[item])
-    heap_sift_down(heap, pos, key, rank, size, pos[item])
+    heap_sift_up(heap, pos, key, rank, int(pos[item]))
+    heap_sift_down(heap, pos, key, rank, size, int(pos[item]))
 
 
 # -- quickselect: the ``k`` best of ``cand[:n]`` moved to ``cand[:k]`` ---------------------------
@@ -172,21 +178,49 @@ def _arda_score(i, c, sg, h, eta, power):
 
 
 @jit
-def barda_rows(sg, sq, h, active, mpos, members, heap, hpos, hkey, ranks, counts, params,
-               indptr, indices, data, y, order, margins, given):
-    """``counts = [t, n_members, heap_size, n_updates, n_mistakes]``;
-    ``params = [eta, lam, delta, budget, loss, power]``.
+def _arda_below(i, c, sg, h, eta, power, key):
+    """True when the score of ``i`` (``_arda_score``) is certainly below ``key``: the comparison without its
+    division (a margin of 1e-12 covers the rounding of both sides; False when in doubt)."""
+    a = eta * abs(sg[i])
+    den = c + h[i]
+    if power == 2:
+        return h[i] * a * a < key * den * den * (1.0 - 1e-12)
+    return h[i] * a < key * den * (1.0 - 1e-12)
+
+
+@jit
+def barda_rows(rec, members, heap, cand, bound, counts, params, indptr, indices, data, y, order, margins, given):
+    """``counts = [t, n_members, buffer_size, n_active, floor_item, n_updates, n_mistakes]``, ``bound =
+    [floor_key, n_rescans, low, low_c]``; ``params = [eta, lam, delta, budget, loss, power]``.
 
     State: ``sg = sum g`` and ``sq = sum g^2`` per coordinate, ``h = H = delta + sqrt(sq)``; the kept set
-    (``members``, ``mpos``) is the top ``B`` of ``H z^2`` over the coordinates ever touched, with
-    ``z = -eta sg / (lam eta t + H)`` (eq. 1 with ``phi = lam/2 ||w||^2``). The others sit in a heap
-    keyed by an upper bound of their score: a score only falls while ``t`` grows and the coordinate
-    is not touched, so a key computed earlier stays an upper bound and is refreshed only when it
-    reaches the top (the invariant is restored after every row at ``c = lam eta t``).
+    (``members``, ``mpos``) is the top ``B`` of ``H z^2`` over the coordinates ever touched (``active``),
+    with ``z = -eta sg / (lam eta t + H)`` (eq. 1 with ``phi = lam/2 ||w||^2``). A score only falls while
+    ``t`` grows and the coordinate is not touched, so a score computed earlier is an upper bound of it.
+    The other active coordinates are split in two: a *buffer* (a heap of at most ``len(heap)`` of them,
+    keyed by such an upper bound, the strongest on top) and the rest, none of which beats the *floor*
+    ``(floor_key, floor_item)`` (an upper bound, in the ``beats`` order, of their scores). After every row
+    the invariant is restored at ``c = lam eta t``: buffer tops that beat the weakest member have their
+    key refreshed or swap in; when the floor beats the weakest member, ``_barda_rescan`` scores every
+    active non-member exactly and refills the buffer with the best half of its capacity.
+
+    The weakest member's score is not computed at every row (B divisions): ``low`` is a lower bound of it
+    at ``c = low_c`` (-1: unknown), lowered when a member is touched; a score falls with ``c`` by at most
+    ``((low_c + delta) / (c + delta))^power`` (as ``H >= delta``), so when the buffer's top and the floor
+    are below that bound (with a margin of 1e-9 for rounding) no member is scanned.
+
+    A touched coordinate outside the buffer is admitted to it only when it beats the floor, so at
+    d = 10^6 the ~10 coordinates per row met for the first time cost a score and a comparison, not a
+    push into a heap of every coordinate ever met (as before: 7.7x slower than at d = 2e4 per row,
+    ``bench_stream_throughput.py``); rescans are rare (counted in ``tests``) and cost O(active).
     """
+    sg, sq, h, hkey, mpos, hpos, active, ranks = _arda_columns(rec)
     eta, lam, delta, budget, code = params[0], params[1], params[2], int(params[3]), int(params[4])
     power = int(params[5])
-    t, nmem, hsize, nupd, miss = counts[0], counts[1], counts[2], counts[3], counts[4]
+    t, nmem, hsize, nact, floor, nupd, miss = counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], \
+        counts[6]
+    fkey, low, lowc = bound[0], bound[2], bound[3]
+    capacity = heap.shape[0]
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
@@ -211,24 +245,46 @@ def barda_rows(sg, sq, h, active, mpos, members, heap, hpos, hkey, ranks, counts
                 sg[i] += g
                 sq[i] += g * g
                 h[i] = delta + math.sqrt(sq[i])
-                if not active[i]:
-                    active[i] = True
+                if mpos[i] >= 0:                       # a member: the lower bound of the weakest follows it
+                    s = _arda_score(i, c, sg, h, eta, power)
+                    if s < low:
+                        low = s
+                    continue
+                if active[i] == 0.0:
+                    active[i] = 1.0
+                    nact += 1
                     if nmem < budget:
                         members[nmem] = i
                         mpos[i] = nmem
                         nmem += 1
-                    else:
-                        hkey[i] = _arda_score(i, c, sg, h, eta, power)
-                        hsize = heap_push(heap, hpos, hkey, ranks, hsize, i)
-                elif hpos[i] >= 0:
-                    s = _arda_score(i, c, sg, h, eta, power)
+                        low = -1.0                     # the weakest is unknown
+                        continue
+                if hpos[i] < 0 and floor >= 0 and _arda_below(i, c, sg, h, eta, power, fkey):
+                    continue                           # under the floor: it stays out, and no division
+                s = _arda_score(i, c, sg, h, eta, power)
+                if hpos[i] >= 0:
                     if s > hkey[i]:                    # a key that fell is still an upper bound
                         hkey[i] = s
-                        heap_sift_up(heap, hpos, hkey, ranks, hpos[i])
+                        heap_sift_up(heap, hpos, hkey, ranks, int(hpos[i]))
+                elif floor < 0 or beats(s, ranks[i], fkey, ranks[floor]):
+                    if hsize == capacity:              # full: its weaker half goes out, the floor rises
+                        for m in range(hsize):
+                            j = heap[m]
+                            hpos[j] = -1
+                            hkey[j] = _arda_score(j, c, sg, h, eta, power)
+                            cand[m] = j
+                        hsize, floor, fkey = _barda_refill(cand, hsize, heap, hpos, hkey, ranks, floor, fkey)
+                    if floor < 0 or beats(s, ranks[i], fkey, ranks[floor]):
+                        hkey[i] = s                    # admitted to the buffer
+                        hsize = heap_push(heap, hpos, hkey, ranks, hsize, i)
         # restore: every coordinate outside the kept set scores no higher than the weakest member
+        if low >= 0.0 and (hsize > 0 or floor >= 0):  # nothing outside can beat the weakest: no scan
+            bar = low * ((lowc + delta) / (c + delta)) ** power * (1.0 - 1e-9)
+            if (hsize == 0 or hkey[heap[0]] < bar) and (floor < 0 or fkey < bar):
+                continue
         weakest, wscore, second, sscore = -1, 0.0, -1, 0.0
         second_known = False                           # second = -1 and known: there is none
-        while hsize > 0:
+        while hsize > 0 or floor >= 0:
             if weakest < 0:                            # scan the kept set: its weakest two
                 second, second_known = -1, True
                 for m in range(nmem):
@@ -239,43 +295,107 @@ def barda_rows(sg, sq, h, active, mpos, members, heap, hpos, hkey, ranks, counts
                         weakest, wscore = i, s
                     elif second < 0 or beats(sscore, ranks[second], s, ranks[i]):
                         second, sscore = i, s
-            top = heap[0]
-            if not beats(hkey[top], ranks[top], wscore, ranks[weakest]):
-                break
-            exact = _arda_score(top, c, sg, h, eta, power)
-            if exact != hkey[top]:
-                hkey[top] = exact
+            if hsize > 0 and beats(hkey[heap[0]], ranks[heap[0]], wscore, ranks[weakest]):
+                top = heap[0]
+                exact = _arda_score(top, c, sg, h, eta, power)
+                if exact != hkey[top]:
+                    hkey[top] = exact
+                    heap_sift_down(heap, hpos, hkey, ranks, hsize, 0)
+                    continue
+                slot = int(mpos[weakest])              # swap: top joins, the weakest takes its place
+                members[slot] = top
+                mpos[top] = slot
+                hpos[top] = -1
+                mpos[weakest] = -1
+                hkey[weakest] = wscore
+                heap[0] = weakest
+                hpos[weakest] = 0
                 heap_sift_down(heap, hpos, hkey, ranks, hsize, 0)
+                if not second_known:                   # the weakest of the new set is unknown
+                    weakest = -1
+                elif second < 0 or beats(sscore, ranks[second], exact, ranks[top]):
+                    weakest, wscore = top, exact       # the newcomer is the weakest; second stays
+                else:
+                    weakest, wscore = second, sscore   # the old second; the next one is unknown
+                    second, second_known = -1, False
                 continue
-            slot = mpos[weakest]                       # swap: top joins, the weakest takes its place
-            members[slot] = top
-            mpos[top] = slot
-            hpos[top] = -1
-            mpos[weakest] = -1
-            hkey[weakest] = wscore
-            heap[0] = weakest
-            hpos[weakest] = 0
-            heap_sift_down(heap, hpos, hkey, ranks, hsize, 0)
-            if not second_known:                       # the weakest of the new set is unknown
-                weakest = -1
-            elif second < 0 or beats(sscore, ranks[second], exact, ranks[top]):
-                weakest, wscore = top, exact           # the newcomer is the weakest; second stays
-            else:
-                weakest, wscore = second, sscore       # the old second; the next one is unknown
-                second, second_known = -1, False
-    counts[0], counts[1], counts[2], counts[3], counts[4] = t, nmem, hsize, nupd, miss
+            if floor >= 0 and beats(fkey, ranks[floor], wscore, ranks[weakest]):
+                hsize, floor, fkey = _barda_rescan(c, sg, h, eta, power, active, mpos, heap, hpos, hkey, ranks,
+                                                   cand)
+                bound[1] += 1.0
+                continue
+            low, lowc = wscore, c
+            break
+    counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], counts[6] = t, nmem, hsize, nact, floor, \
+        nupd, miss
+    bound[0], bound[2], bound[3] = fkey, low, lowc
+
+
+@jit
+def _arda_columns(rec):
+    """B-ARDA's per-coordinate state, one 64-byte record per coordinate (``ARDA_COLUMNS``): ``sg, sq, h,
+    hkey, mpos, hpos, active, rank``. A row's non-zero then costs one cache line instead of seven arrays'
+    (at d = 10^6 the arrays exceed the 4 MB L2: 3.6 us per row with separate arrays, 2.5 us packed, 50000
+    rows of 100 non-zeros, B = 100; one run each on 2 shared cores)."""
+    return rec[:, 0], rec[:, 1], rec[:, 2], rec[:, 3], rec[:, 4], rec[:, 5], rec[:, 6], rec[:, 7]
+
+
+@jit
+def _barda_rescan(c, sg, h, eta, power, active, mpos, heap, hpos, hkey, ranks, cand):
+    """Score every active non-member exactly at ``c`` and refill the buffer (``_barda_refill``); a
+    sequential pass over the coordinates (at d = 10^6, 3x faster than visiting the active ones in the
+    order they came). Returns ``(buffer_size, floor_item, floor_key)``."""
+    n = 0
+    for i in range(active.shape[0]):
+        if active[i] != 0.0 and mpos[i] < 0:
+            hpos[i] = -1
+            hkey[i] = _arda_score(i, c, sg, h, eta, power)
+            cand[n] = i
+            n += 1
+    return _barda_refill(cand, n, heap, hpos, hkey, ranks, -1, 0.0)
+
+
+@jit
+def _barda_refill(cand, n, heap, hpos, hkey, ranks, floor, fkey):
+    """The best ``len(heap) // 2`` of ``cand[:n]`` (keyed by ``hkey``, out of the buffer) become the
+    buffer; the floor rises to the best of the others. Returns ``(buffer_size, floor_item, floor_key)``."""
+    keep = min(n, max(heap.shape[0] // 2, 1))
+    if n > keep:
+        keep_top(cand, n, keep, hkey, ranks)
+    hsize = 0
+    for m in range(keep):
+        hsize = heap_push(heap, hpos, hkey, ranks, hsize, cand[m])
+    for m in range(keep, n):
+        i = cand[m]
+        if floor < 0 or beats(hkey[i], ranks[i], fkey, ranks[floor]):
+            floor, fkey = i, hkey[i]
+    return hsize, floor, fkey
 
 
 # -- B-AMD (ECML'18 Alg. 2): adaptive mirror descent, keep the B largest H |z| -------------------
 @jit
-def bamd_rows(w, sq, mpos, members, stamp, cand, score, ranks, counts, params,
-              indptr, indices, data, y, order, margins, given):
+def bamd_rows(rec, members, cand, score, ranks, counts, params, indptr, indices, data, y, order, margins, given):
     """``counts = [t, n_members, n_updates, n_mistakes]``; ``params = [eta, lam, delta, budget, loss, power]``.
 
     Per row: ``g = lam w + l'(u) x`` (non-zero on the kept set and the row), ``s_i = ||g_{1:t,i}||``,
     ``z = w - eta g / H`` (eq. 3's closed form), then the ``B`` largest ``H_i |z_i|`` among the non-zeros
     (eq. 4). ``w`` is zero outside ``members``.
+
+    The truncation: a newcomer (a row coordinate outside the kept set) that does not beat the weakest
+    member cannot be among the ``B`` largest, so it is dropped after one comparison; the few that do
+    replace the weakest one at a time (``SMALL`` of them or fewer; more: one quickselect over the members
+    and them). Before, every row scored and quickselected the members and all the row's newcomers
+    (``B + nnz`` scores); at d = 2e4, B = 100, 100 non-zeros that cost is within the noise (1.68 -> 1.64 us
+    per row). What remains is O(B) per row, as eq. 3 with ``phi = lam/2 ||w||^2`` moves every kept weight:
+    at B = 1000 a row costs 9.6 us, 6.5 us of it with ``lam = 0`` (the members' pass: scores, compaction),
+    and neither the selection (a heap of the dropped instead of the quickselect) nor fusing the members'
+    passes changed it measurably. A member the row
+    touches is marked in ``mpos`` (``-3 - slot``) for the shrink loop, instead of a per-coordinate stamp
+    array. ``rec`` holds one 32-byte record ``w, sq, H, mpos`` per coordinate (``H`` kept: no square
+    root to score): a non-zero costs one cache line instead of four arrays' (at d = 10^6: 4.2 us per
+    row before, 3.0 us without the stamps, 2.8 us with the records; 2 shared cores, noisy).
     """
+    w, sq, h, mpos = rec[:, 0], rec[:, 1], rec[:, 2], rec[:, 3]
     eta, lam, delta, budget, code = params[0], params[1], params[2], int(params[3]), int(params[4])
     power = int(params[5])
     t, nmem, nupd, miss = counts[0], counts[1], counts[2], counts[3]
@@ -288,64 +408,113 @@ def bamd_rows(w, sq, mpos, members, stamp, cand, score, ranks, counts, params,
         gl = dloss1(code, y[r], u)
         if gl != 0.0:
             nupd += 1
+        fresh = 0                                    # the newcomers: the row's non-zeros of z outside
         for k in range(lo, hi):
             i = indices[k]
-            stamp[i] = t
+            if mpos[i] >= 0:
+                mpos[i] = -3 - mpos[i]               # touched member: no second (shrink) step below
             g = lam * w[i] + gl * data[k]
             if g != 0.0:
                 sq[i] += g * g
-                w[i] -= eta * g / (delta + math.sqrt(sq[i]))
-        if lam != 0.0:
-            for m in range(nmem):
-                i = members[m]
-                if stamp[i] != t:
-                    g = lam * w[i]
-                    if g != 0.0:
-                        sq[i] += g * g
-                        w[i] -= eta * g / (delta + math.sqrt(sq[i]))
-        n = 0                                        # candidates: the non-zeros of z
+                h[i] = delta + math.sqrt(sq[i])
+                w[i] -= eta * g / h[i]
+            if mpos[i] == -1 and w[i] != 0.0:
+                fresh += 1
+        scoring = nmem + fresh > budget              # the members' scores are needed: taken in this loop
+        weakest, wscore = -1, 0.0
+        n = 0                                        # the kept set's non-zeros, shrunk when untouched
         for m in range(nmem):
             i = members[m]
-            mpos[i] = -1
+            if mpos[i] <= -3:
+                mpos[i] = -3 - mpos[i]
+            elif lam != 0.0:
+                g = lam * w[i]
+                if g != 0.0:
+                    sq[i] += g * g
+                    h[i] = delta + math.sqrt(sq[i])
+                    w[i] -= eta * g / h[i]
             if w[i] != 0.0:
-                mpos[i] = -2
-                cand[n] = i
+                members[n] = i
+                mpos[i] = n
                 n += 1
+                if scoring:
+                    score[i] = _amd_score(w[i], h[i], power)
+                    if weakest < 0 or beats(wscore, ranks[weakest], score[i], ranks[i]):
+                        weakest, wscore = i, score[i]
+            else:
+                mpos[i] = -1
+        nmem = n
+        if nmem + fresh <= budget:
+            for k in range(lo, hi):
+                i = indices[k]
+                if mpos[i] == -1 and w[i] != 0.0:
+                    members[nmem] = i
+                    mpos[i] = nmem
+                    nmem += 1
+            continue
+        n = 0                                        # survivors: newcomers beating the weakest member
         for k in range(lo, hi):
             i = indices[k]
-            if w[i] != 0.0 and mpos[i] == -1:
-                mpos[i] = -2
-                cand[n] = i
-                n += 1
-        if n > budget:
+            if mpos[i] == -1 and w[i] != 0.0:
+                s = _amd_score(w[i], h[i], power)
+                if nmem < budget or beats(s, ranks[i], wscore, ranks[weakest]):
+                    score[i] = s
+                    cand[n] = i
+                    n += 1
+                else:
+                    w[i] = 0.0
+        if n <= SMALL and nmem == budget:
             for m in range(n):
                 i = cand[m]
-                a = abs(w[i])
-                score[i] = (delta + math.sqrt(sq[i])) * (a * a if power == 2 else a)
-            keep_top(cand, n, budget, score, ranks)
-            for m in range(budget, n):
-                w[cand[m]] = 0.0
-                mpos[cand[m]] = -1
-            n = budget
-        for m in range(n):
+                if not beats(score[i], ranks[i], wscore, ranks[weakest]):
+                    w[i] = 0.0
+                    continue
+                slot = int(mpos[weakest])
+                w[weakest] = 0.0
+                mpos[weakest] = -1
+                members[slot] = i
+                mpos[i] = slot
+                weakest, wscore = -1, 0.0
+                for q in range(nmem):
+                    j = members[q]
+                    if weakest < 0 or beats(wscore, ranks[weakest], score[j], ranks[j]):
+                        weakest, wscore = j, score[j]
+            continue
+        for m in range(nmem):
+            cand[n + m] = members[m]
+        n += nmem
+        keep_top(cand, n, budget, score, ranks)
+        for m in range(budget, n):
+            w[cand[m]] = 0.0
+            mpos[cand[m]] = -1
+        for m in range(budget):
             members[m] = cand[m]
             mpos[cand[m]] = m
-        nmem = n
+        nmem = budget
     counts[0], counts[1], counts[2], counts[3] = t, nmem, nupd, miss
+
+
+@jit
+def _amd_score(wi, hi, power):
+    """The truncation score ``H_i |z_i|^power`` of B-AMD (eq. 4: power 1)."""
+    a = abs(wi)
+    return hi * (a * a if power == 2 else a)
 
 
 # -- OFS (Wang et al. 2014, FOFS): margin update, L2-ball projection, keep the B largest |w| ------
 @jit
-def ofs_rows(v, scale, heap, hpos, hkey, ranks, counts, params,
-             indptr, indices, data, y, order, margins, given):
+def ofs_rows(rec, scale, heap, counts, params, indptr, indices, data, y, order, margins, given):
     """``w = scale[0] * v``, ``scale[1] = sum of v^2`` over the kept set (recomputed exactly every
     ``NORM_REFRESH`` updates); ``counts = [t, n_kept, n_updates, n_mistakes]``; ``params = [eta, lam, budget, loss]``.
 
     On a step with ``l'(u) != 0`` (for the hinge: a margin violation): ``w <- (1 - lam eta) w -
     eta l'(u) x``, projected onto the ball of radius ``1/sqrt(lam)``, then the ``B`` largest ``|w_i|``
     kept; otherwise only ``w <- (1 - lam eta) w``. The kept set is a heap with the weakest on top
-    (``hkey = -|v|``, ``ranks = -index``).
+    (``hkey = -|v|``, ``ranks = -index``). ``rec`` holds one 32-byte record ``v, hkey, hpos, rank`` per
+    coordinate: one cache line per non-zero instead of four arrays' (d = 10^6, B = 100: 2.0 us per row
+    before, 1.7 us; 2 shared cores, noisy).
     """
+    v, hkey, hpos, ranks = rec[:, 0], rec[:, 1], rec[:, 2], rec[:, 3]
     eta, lam, budget, code = params[0], params[1], int(params[2]), int(params[3])
     t, size, nupd, miss = counts[0], counts[1], counts[2], counts[3]
     a, norm2 = scale[0], scale[1]
@@ -408,15 +577,16 @@ def ofs_rows(v, scale, heap, hpos, hkey, ranks, counts, params,
 
 # -- SOFS (Wu et al. 2017): diagonal AROW, keep the B most confident coordinates -----------------
 @jit
-def sofs_rows(mu, sigma, heap, hpos, ranks, counts, params,
-              indptr, indices, data, y, order, margins, given):
+def sofs_rows(rec, heap, counts, params, indptr, indices, data, y, order, margins, given):
     """``counts = [t, n_kept, n_updates, n_mistakes]``; ``params = [gamma]``.
 
     On a margin violation (``y u < 1``): ``beta = 1 / (x^T Sigma x + gamma)``, ``alpha = (1 - y u) beta``,
     ``mu <- mu + alpha y Sigma x``, ``Sigma^-1 <- Sigma^-1 + x x^T / gamma`` (diagonal); the mean is then
     kept only on the ``B`` coordinates of smallest variance. The kept set is a heap with the largest
     variance on top (``ranks = -index``: among equal variances the lower index is kept).
+    ``rec`` holds one 32-byte record ``mu, sigma, hpos, rank`` per coordinate (one cache line per non-zero).
     """
+    mu, sigma, hpos, ranks = rec[:, 0], rec[:, 1], rec[:, 2], rec[:, 3]
     gamma = params[0]
     t, size, nupd, miss = counts[0], counts[1], counts[2], counts[3]
     for jj in range(order.shape[0]):
@@ -633,6 +803,25 @@ def batch_gradient(indptr, indices, data, rows, dl, factor, g):
             r = rows[j]
             for k in range(indptr[r], indptr[r + 1]):
                 g[indices[k]] += a * data[k]
+
+
+# -- maxabs scaling of a chunk of rows (``partial_fit``): O(nnz) --------------------------------------
+@jit
+def maxabs_scale(indices, data, absmax, out):
+    """Raise ``absmax`` to the chunk's largest ``|x_j|``, then ``out = data / absmax`` (as the product
+    with ``diags(1 / scale_)`` computes it: the same bits); returns False when a scaled value is zero."""
+    for k in range(data.shape[0]):
+        a = abs(data[k])
+        i = indices[k]
+        if a > absmax[i]:
+            absmax[i] = a
+    nonzero = True
+    for k in range(data.shape[0]):
+        m = absmax[indices[k]]
+        out[k] = data[k] * (1.0 / m) if m != 0.0 else data[k]
+        if out[k] == 0.0:
+            nonzero = False
+    return nonzero
 
 
 # -- one sample at a time (``learn_one``): a row into preallocated one-row CSR buffers ------------

@@ -22,10 +22,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import _stream_kernels as K
-from .sample_stream import SampleStreamLearner, StreamState
+from .sample_stream import SampleStreamLearner, StreamState, records
 from ..params import StrOptions, non_negative, positive
 
 STEPS = ("dual-averaging", "mirror-descent")
+ARDA_COLUMNS = ("sg", "sq", "h", "hkey", "mpos", "hpos", "active", "rank")     # _stream_kernels._arda_columns
+AMD_COLUMNS = ("w", "sq", "h", "mpos")                                          # _stream_kernels.bamd_rows
 TRUNCATIONS = {"quadratic": 2, "linear": 1}
 
 
@@ -54,6 +56,7 @@ class AdaptiveTruncation(SampleStreamLearner):
     """
 
     tuned_parameters = {"eta": "grid", "lam": "grid"}
+    BUFFER = 256
     _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "step": [StrOptions(set(STEPS))],
                               "truncation": [StrOptions(set(TRUNCATIONS))], "eta": [positive()],
                               "lam": [non_negative()], "delta": [positive()]}
@@ -74,30 +77,49 @@ class AdaptiveTruncation(SampleStreamLearner):
 
 
     def _new_state(self, p, code):
-        params = np.array([self.eta, self.lam, self.delta, self.budget, code, TRUNCATIONS[self.truncation]], dtype=float)
-        common = dict(sq=np.zeros(p), mpos=np.full(p, -1, dtype=np.int64),
-                      members=np.zeros(self.budget, dtype=np.int64), ranks=np.arange(p, dtype=np.int64),
-                      params=params)
+        params = np.array([self.eta, self.lam, self.delta, self.budget, code, TRUNCATIONS[self.truncation]],
+                          dtype=float)
+        members = np.zeros(self.budget, dtype=np.int64)
         if self.step == "dual-averaging":
-            return StreamState(sg=np.zeros(p), h=np.full(p, float(self.delta)), active=np.zeros(p, dtype=np.bool_),
-                               heap=np.zeros(p, dtype=np.int64), hpos=np.full(p, -1, dtype=np.int64),
-                               hkey=np.zeros(p), counts=np.zeros(5, dtype=np.int64), **common)
-        return StreamState(w=np.zeros(p), stamp=np.zeros(p, dtype=np.int64), cand=np.zeros(p, dtype=np.int64),
-                           scores=np.zeros(p), counts=np.zeros(4, dtype=np.int64), **common)
+            counts = np.zeros(7, dtype=np.int64)
+            counts[4] = -1                                 # no floor item yet
+            rec = records(p, len(ARDA_COLUMNS))
+            rec[:, ARDA_COLUMNS.index("h")] = self.delta
+            rec[:, ARDA_COLUMNS.index("mpos")] = -1
+            rec[:, ARDA_COLUMNS.index("hpos")] = -1
+            rec[:, ARDA_COLUMNS.index("rank")] = np.arange(p)
+            return StreamState(rec=rec, members=members, heap=np.zeros(self._buffer_capacity(), dtype=np.int64),
+                               cand=np.zeros(p, dtype=np.int64), bound=np.array([0.0, 0.0, -1.0, 0.0]), counts=counts,
+                               params=params)
+        rec = records(p, len(AMD_COLUMNS))
+        rec[:, AMD_COLUMNS.index("h")] = self.delta
+        rec[:, AMD_COLUMNS.index("mpos")] = -1
+        return StreamState(rec=rec, members=members, ranks=np.arange(p, dtype=np.int64),
+                           cand=np.zeros(p, dtype=np.int64), scores=np.zeros(p), counts=np.zeros(4, dtype=np.int64),
+                           params=params)
 
     def _kernel(self, s):
         if self.step == "dual-averaging":
-            return K.barda_rows, (s.sg, s.sq, s.h, s.active, s.mpos, s.members, s.heap, s.hpos, s.hkey, s.ranks,
-                                  s.counts, s.params)
-        return K.bamd_rows, (s.w, s.sq, s.mpos, s.members, s.stamp, s.cand, s.scores, s.ranks, s.counts, s.params)
+            return K.barda_rows, (s.rec, s.members, s.heap, s.cand, s.bound, s.counts, s.params)
+        return K.bamd_rows, (s.rec, s.members, s.cand, s.scores, s.ranks, s.counts, s.params)
+
+    def _buffer_capacity(self):
+        """B-ARDA's buffer of candidates (``_stream_kernels.barda_rows``): ``2 max(B, BUFFER)``."""
+        return 2 * max(self.budget, self.BUFFER)
+
+    def _kept(self, s):
+        kept = s.members[:s.counts[1]]
+        if self.step == "mirror-descent":
+            return kept, s.rec[kept, 0]
+        sg, h = s.rec[kept, ARDA_COLUMNS.index("sg")], s.rec[kept, ARDA_COLUMNS.index("h")]
+        return kept, -self.eta * sg / (self.lam * self.eta * s.counts[0] + h)
 
     def _weights(self, s):
         if self.step == "mirror-descent":
-            return s.w.copy()
-        w = np.zeros(s.sg.shape[0])
-        kept = s.members[:s.counts[1]]
-        c = self.lam * self.eta * s.counts[0]
-        w[kept] = -self.eta * s.sg[kept] / (c + s.h[kept])
+            return s.rec[:, 0].copy()
+        w = np.zeros(s.rec.shape[0])
+        kept, values = self._kept(s)
+        w[kept] = values
         return w
 
     @classmethod

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _stream_kernels as K
-from .sample_stream import SampleStreamLearner, StreamState
+from .sample_stream import SampleStreamLearner, StreamState, records
 from ..params import non_negative, positive
 
 
@@ -44,16 +44,22 @@ class OFS(SampleStreamLearner):
 
 
     def _new_state(self, p, code):
-        return StreamState(v=np.zeros(p), scale=np.array([1.0, 0.0]), heap=np.zeros(self.budget, dtype=np.int64),
-                           hpos=np.full(p, -1, dtype=np.int64), hkey=np.zeros(p),
-                           ranks=-np.arange(p, dtype=np.int64), counts=np.zeros(4, dtype=np.int64),
+        rec = records(p, 4)                               # v, hkey, hpos, rank: _stream_kernels.ofs_rows
+        rec[:, 2] = -1
+        rec[:, 3] = -np.arange(p)
+        return StreamState(rec=rec, scale=np.array([1.0, 0.0]), heap=np.zeros(self.budget, dtype=np.int64),
+                           counts=np.zeros(4, dtype=np.int64),
                            params=np.array([self.eta, self.lam, self.budget, code], dtype=float))
 
     def _kernel(self, s):
-        return K.ofs_rows, (s.v, s.scale, s.heap, s.hpos, s.hkey, s.ranks, s.counts, s.params)
+        return K.ofs_rows, (s.rec, s.scale, s.heap, s.counts, s.params)
 
     def _weights(self, s):
-        return s.v * s.scale[0]
+        return s.rec[:, 0] * s.scale[0]
+
+    def _kept(self, s):
+        kept = s.heap[:s.counts[1]]
+        return kept, s.rec[kept, 0] * s.scale[0]
 
 
 class SOFS(SampleStreamLearner):
@@ -83,22 +89,27 @@ class SOFS(SampleStreamLearner):
     def _new_state(self, p, code):
         kept = np.arange(self.budget, dtype=np.int64)
         heap = np.zeros(self.budget, dtype=np.int64)
-        hpos = np.full(p, -1, dtype=np.int64)
+        rec = records(p, 4)                               # mu, sigma, hpos, rank: _stream_kernels.sofs_rows
+        rec[:, 1] = 1.0
+        rec[:, 2] = -1
+        rec[:, 3] = -np.arange(p)
         # all variances are 1 at the start: the heap of kept features has the largest index on top
         heap[:] = kept[::-1]
-        hpos[heap] = np.arange(self.budget)
-        return StreamState(mu=np.zeros(p), sigma=np.ones(p), heap=heap, hpos=hpos,
-                           ranks=-np.arange(p, dtype=np.int64),
-                           counts=np.array([0, self.budget, 0, 0], dtype=np.int64),
+        rec[heap, 2] = np.arange(self.budget)
+        return StreamState(rec=rec, heap=heap, counts=np.array([0, self.budget, 0, 0], dtype=np.int64),
                            params=np.array([self.gamma], dtype=float))
 
     def _kernel(self, s):
-        return K.sofs_rows, (s.mu, s.sigma, s.heap, s.hpos, s.ranks, s.counts, s.params)
+        return K.sofs_rows, (s.rec, s.heap, s.counts, s.params)
 
     def _weights(self, s):
-        return s.mu.copy()
+        return s.rec[:, 0].copy()
+
+    def _kept(self, s):
+        kept = s.heap[:s.counts[1]]
+        return kept, s.rec[kept, 0]
 
     @property
     def variance_(self):
         self._check_fitted()
-        return self._state.sigma[:self.n_features_in_] / self.scale_ ** 2
+        return self._state.rec[:self.n_features_in_, 1] / self.scale_ ** 2
