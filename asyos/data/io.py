@@ -476,7 +476,7 @@ class LibsvmSource(FileSource):
             raise InputError(f"--index-base must be auto, 0 or 1; got {index_base!r}")
         self.path, self.test_path = path, test_path
         self.name = "stdin" if path == "-" else os.path.basename(path)
-        self._nnz = {}
+        self._nnz, self._labels = {}, {}
         self._stdin = None
         if path == "-":
             if n_features is None:
@@ -508,8 +508,9 @@ class LibsvmSource(FileSource):
             raise InputError(f"{path}: no features found")
 
     def _scan(self, path):
-        n, nnz, lo, hi = _libsvm_scan(path)
+        n, nnz, lo, hi, y = _libsvm_scan(path)
         self._nnz[path] = nnz
+        self._labels[path] = y
         return n, lo, hi
 
     def _blocks(self, path, store=True):
@@ -522,7 +523,7 @@ class LibsvmSource(FileSource):
             return None
         if path == "-":
             return self._read_stdin()[1]
-        return np.concatenate([b.labels for b in self._blocks(path, store=False)])
+        return self._labels[path].copy()
 
     def _read_stdin(self):
         if self._stdin is None:
@@ -625,12 +626,12 @@ class LibsvmSource(FileSource):
 
 
 def _libsvm_scan(path):
-    """``(n_rows, n_values, min_index, max_index)`` of a libsvm file; errors name the line."""
+    """``(n_rows, n_values, min_index, max_index, labels)`` of a libsvm file; errors name the line."""
     from .libsvm import scan
-    n, nnz, lo, hi = scan(path)
-    if n == 0:
+    stats = scan(path)
+    if stats[0] == 0:
         raise InputError(f"{path}: no samples found")
-    return n, nnz, lo, hi
+    return stats
 
 
 def _check_columns(columns, n_features):
