@@ -256,10 +256,26 @@ def _parse_block(buf, n, store, idx_lo, idx_hi, labels, indptr, indices, data, f
     return status
 
 
+@njit(cache=True)
+def _count(buf, n):
+    """``(newlines, colons)`` in ``buf[:n]``: the sizes of a block's arrays (``bytearray.count`` took
+    a third of the parse time)."""
+    lines = 0
+    colons = 0
+    for i in range(n):
+        c = buf[i]
+        if c == 10:
+            lines += 1
+        elif c == 58:
+            colons += 1
+    return lines, colons
+
+
 @dataclass
 class Block:
     """The rows of one block: ``labels``, CSR ``indptr, indices, data`` (empty when not stored),
-    the smallest and largest index met (``hi = -1``: none), and the number of values."""
+    the smallest and largest index met (``hi = -1``: none), the number of values, and the number
+    of newlines of its text."""
     labels: np.ndarray
     indptr: np.ndarray
     indices: np.ndarray
@@ -267,6 +283,7 @@ class Block:
     lo: int
     hi: int
     nnz: int
+    newlines: int
 
 
 def _display(path):
@@ -330,7 +347,7 @@ def iter_blocks(path, store=True, idx_lo=0, idx_hi=-1, block_bytes=None):
                 if end == 0:
                     return
             block = parse_bytes(buf, end, store, idx_lo, idx_hi, name, lines_before)
-            lines_before += buf.count(b"\n", 0, end)
+            lines_before += block.newlines
             buf[:stop - end] = buf[end:stop]
             have = stop - end
             if block.labels.size:
@@ -358,8 +375,9 @@ def parse_bytes(buf, end, store, idx_lo, idx_hi, name, lines_before=0):
     """The complete lines of ``buf[:end]`` (bytes or bytearray) as a ``Block``; errors name ``name`` and the line
     (``lines_before`` newlines precede ``buf``)."""
     arr = np.frombuffer(buf, dtype=np.uint8)
-    max_rows = buf.count(b"\n", 0, end) + 1
-    max_nnz = buf.count(b":", 0, end) if store else 0
+    newlines, colons = _count(arr, end)
+    max_rows = newlines + 1
+    max_nnz = colons if store else 0
     labels = np.empty(max_rows)
     indptr = np.empty(max_rows + 1 if store else 1, dtype=np.int64)
     indices = np.empty(max_nnz, dtype=np.int64)
@@ -372,7 +390,7 @@ def parse_bytes(buf, end, store, idx_lo, idx_hi, name, lines_before=0):
                               fb[0], fb[1], fb[2], out)
         if status != _FALLBACK_FULL:
             break
-        cap = max_rows + buf.count(b":", 0, end) + 1   # every token: cannot fill again
+        cap = max_rows + colons + 1                    # every token: cannot fill again
     rows, nnz, nfb, lo, hi, pos, bad = (int(v) for v in out)
     if status != _OK:
         _raise(status, buf, pos, bad, name, lines_before, idx_lo, idx_hi)
@@ -383,7 +401,7 @@ def parse_bytes(buf, end, store, idx_lo, idx_hi, name, lines_before=0):
         indptr, indices, data = np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0)
     else:
         indptr, indices, data = indptr[:rows + 1], indices[:nnz], data[:nnz]
-    return Block(labels, indptr, indices, data, lo, hi, nnz)
+    return Block(labels, indptr, indices, data, lo, hi, nnz, newlines)
 
 
 _TOKEN = re.compile(rb"[^\s#]*")
