@@ -199,16 +199,24 @@ def _column(col, where):
 def write_sparse_parquet(path, X, y, row_group_rows=65536, label="y"):
     """Write CSR ``X`` and labels ``y`` in the sparse-lists layout (``indices``, ``values``, ``label``;
     ``n_features`` in the metadata), ``row_group_rows`` rows per row group."""
-    pa, pq = _parquet()
     X = sp.csr_matrix(X)
+    y = np.asarray(y, dtype=np.float64)
+    blocks = ((X[lo:lo + row_group_rows], y[lo:lo + row_group_rows]) for lo in range(0, X.shape[0], row_group_rows))
+    write_sparse_parquet_blocks(path, blocks, X.shape[1], label)
+
+
+def write_sparse_parquet_blocks(path, blocks, n_features, label="y"):
+    """Write ``(X_block CSR, y_block)`` pairs as consecutive row groups of the sparse-lists layout,
+    so that a file larger than memory can be written block by block."""
+    pa, pq = _parquet()
     schema = pa.schema([(label, pa.float64()), ("indices", pa.list_(pa.int64())), ("values", pa.list_(pa.float64()))],
-                       metadata={N_FEATURES_KEY: str(X.shape[1]).encode()})
+                       metadata={N_FEATURES_KEY: str(int(n_features)).encode()})
     with pq.ParquetWriter(path, schema) as writer:
-        for lo in range(0, X.shape[0], row_group_rows):
-            part = X[lo:lo + row_group_rows]
-            offsets = pa.array(part.indptr.astype(np.int32))
-            table = pa.table({label: pa.array(np.asarray(y[lo:lo + row_group_rows], dtype=np.float64)),
-                              "indices": pa.ListArray.from_arrays(offsets, pa.array(part.indices.astype(np.int64))),
-                              "values": pa.ListArray.from_arrays(offsets, pa.array(part.data.astype(np.float64)))},
+        for X, y in blocks:
+            X = sp.csr_matrix(X)
+            offsets = pa.array(X.indptr.astype(np.int64) - X.indptr[0], type=pa.int32())
+            table = pa.table({label: pa.array(np.asarray(y, dtype=np.float64)),
+                              "indices": pa.ListArray.from_arrays(offsets, pa.array(X.indices.astype(np.int64))),
+                              "values": pa.ListArray.from_arrays(offsets, pa.array(X.data.astype(np.float64)))},
                              schema=schema)
-            writer.write_table(table, row_group_size=row_group_rows)
+            writer.write_table(table, row_group_size=max(1, X.shape[0]))
