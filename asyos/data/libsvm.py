@@ -49,12 +49,12 @@ _MAX_MANTISSA = 1 << 53
 _OK, _BAD_TOKEN, _NEGATIVE, _TOO_LARGE, _ABOVE, _BELOW, _FALLBACK_FULL = 0, 1, 2, 3, 4, 5, 6
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _is_space(c):
     return c == 32 or c == 9 or c == 13 or c == 11 or c == 12
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _token_end(buf, i, n):
     while i < n:
         c = buf[i]
@@ -64,7 +64,7 @@ def _token_end(buf, i, n):
     return i
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fast_float(buf, i, j):
     """``(True, value)`` for a token ``buf[i:j]`` of the fast path (module docstring), else ``(False, 0)``."""
     if i >= j:
@@ -132,7 +132,7 @@ def _fast_float(buf, i, j):
     return True, (-value if neg else value)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _parse_block(buf, n, store, idx_lo, idx_hi, labels, indptr, indices, data, fb_start, fb_end, fb_slot, out):
     """Parse the complete lines of ``buf[:n]``. Labels always go to ``labels``; with ``store`` the
     rows go to ``indptr, indices, data`` (else they are only counted). Indices must be in
@@ -256,7 +256,7 @@ def _parse_block(buf, n, store, idx_lo, idx_hi, labels, indptr, indices, data, f
     return status
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _count(buf, n):
     """``(newlines, colons)`` in ``buf[:n]``: the sizes of a block's arrays (``bytearray.count`` took
     a third of the parse time)."""
@@ -520,3 +520,4 @@ def _join(pieces):
     indptr = np.concatenate([pieces[0][1][:1]] + [p[1][1:] + off for p, off in zip(pieces, offsets)])
     return (np.concatenate([p[0] for p in pieces]), indptr, np.concatenate([p[2] for p in pieces]),
             np.concatenate([p[3] for p in pieces]))
+
