@@ -9,7 +9,9 @@ are written for Vowpal Wabbit (``label | idx:val ...``) and as Parquet in the sp
 generated block: 10^6 features cannot be 10^6 Parquet columns). Writing the files is not timed.
 
 Every measurement runs in its own Python process, which reports its seconds and its peak RSS
-(``resource.getrusage``'s ``ru_maxrss``: interpreter and imports included):
+(``VmHWM`` of ``/proc/self/status``: interpreter and imports included; ``ru_maxrss`` is not used, Linux
+carries the parent's peak over ``fork`` + ``exec``). Measurements are repeated (``repeats``), each
+round running every measurement once, and the fastest of each is kept (the machine is shared):
 
 (a) ingest, rows per second: our reader (``LibsvmSource``: the scan, then the whole CSR), scikit-learn's
     ``load_svmlight_file``, Vowpal Wabbit's parser (the Python package's ``Workspace("--noop -d FILE")``
@@ -23,7 +25,7 @@ Every measurement runs in its own Python process, which reports its seconds and 
     (goal >= 1). Vowpal Wabbit learning one pass (``-d FILE``, default squared loss) is reported as a
     further reference.
 
-    python benchmarks/bench_ingest.py [--quick] [--rows N]
+    python benchmarks/bench_ingest.py [--quick] [--rows N] [--repeats R]
 """
 from __future__ import annotations
 
@@ -43,9 +45,9 @@ from asyos.benchmarking.common import Run, choose_profile, parser, print_table
 
 PROFILES = {
     "paper": {"n_samples": 1_000_000, "n_features": 1_000_000, "nnz_per_row": 100, "block_rows": 50_000,
-              "budget": 100, "seed": 0},
+              "budget": 100, "seed": 0, "repeats": 1},
     "quick": {"n_samples": 50_000, "n_features": 1_000_000, "nnz_per_row": 100, "block_rows": 25_000,
-              "budget": 100, "seed": 0},
+              "budget": 100, "seed": 0, "repeats": 1},
 }
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -148,7 +150,7 @@ def write_files(profile, directory):
 
 # ----------------------------------------------------------------------------------- measurements
 CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 t0 = time.perf_counter()
 kind, path, extra = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 out = {}
@@ -191,7 +193,8 @@ elif kind == "cli":
     except SystemExit as exc:
         out["status"] = exc.code
 out["inner_s"] = time.perf_counter() - t0
-out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+with open("/proc/self/status") as fh:      # VmHWM: this process's peak (ru_maxrss keeps the parent's)
+    out["peak_rss_mb"] = next(int(l.split()[1]) for l in fh if l.startswith("VmHWM:")) / 1024
 print("RESULT " + json.dumps(out))
 """
 
@@ -210,14 +213,33 @@ def measure(kind, path, **extra):
     return {**json.loads(match.group(1)), "wall_s": wall}
 
 
+def measure_unit(kind, path, extra, directory):
+    """``measure``, and for a CLI run its record's timing and selection."""
+    with tempfile.TemporaryDirectory(dir=directory) as out_dir:
+        if kind == "cli":
+            extra = {"args": [*extra["args"], "--output", out_dir]}
+        res = measure(kind, path, **extra)
+        if kind == "cli":
+            if res.get("status") not in (0, None):
+                raise SystemExit(f"the CLI on {path}: exit status {res['status']}")
+            with open(os.path.join(out_dir, "results.json")) as fh:
+                record = json.load(fh)
+            res.update(timing=record["timing"], n_selected=record["metrics"]["n_selected"],
+                       train_error=record["metrics"]["train_error"])
+    return res
+
+
 def main():
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, help="rows of the file (default: the profile's)")
+    p.add_argument("--repeats", type=int, help="rounds of measurements, the fastest kept (default: the profile's)")
     p.add_argument("--keep", help="directory to write the files to and keep (default: a temporary one)")
     args = p.parse_args()
     profile = choose_profile(args, PROFILES)
     if args.rows:
         profile["n_samples"] = args.rows
+    if args.repeats:
+        profile["repeats"] = args.repeats
     run = Run("ingest", args, profile)
     n, d = profile["n_samples"], profile["n_features"]
     with tempfile.TemporaryDirectory(dir=args.keep or "/tmp") as tmp:
@@ -240,24 +262,17 @@ def main():
                  ("scikit-learn load + SGD l1 epoch", "sklearn", paths["libsvm"], {"d": d, "learn": True}),
                  ("Vowpal Wabbit one pass (VW text)", "vw", paths["vw"], {"learn": True})]
         results = {}
-        for phase, items in (("ingest", ingest), ("learn", learn)):
-            for label, kind, path, extra in items:
-                with tempfile.TemporaryDirectory(dir=directory) as out_dir:
-                    if kind == "cli":
-                        extra = {"args": [*extra["args"], "--output", out_dir]}
-                    res = measure(kind, path, **extra)
-                    if kind == "cli":
-                        with open(os.path.join(out_dir, "results.json")) as fh:
-                            record = json.load(fh)
-                        res.update(timing=record["timing"], n_selected=record["metrics"]["n_selected"],
-                                   train_error=record["metrics"]["train_error"], status=res.get("status"))
-                        if res["status"] not in (0, None):
-                            raise SystemExit(f"{label}: exit status {res['status']}")
-                seconds = res["inner_s"] if phase == "ingest" else res["wall_s"]
-                res.update(label=label, phase=phase, kind=kind, seconds=seconds, rows_per_s=n / seconds)
-                results[(phase, label)] = run.unit(res)
-                print(f"  {phase:>6}  {label:<42} {seconds:8.2f} s  {n / seconds:10.0f} rows/s  peak RSS "
-                      f"{res['peak_rss_mb']:7.0f} MB", flush=True)
+        for rep in range(profile["repeats"]):
+            for phase, items in (("ingest", ingest), ("learn", learn)):
+                for label, kind, path, extra in items:
+                    res = measure_unit(kind, path, extra, directory)
+                    seconds = res["inner_s"] if phase == "ingest" else res["wall_s"]
+                    res.update(label=label, phase=phase, kind=kind, repeat=rep, seconds=seconds, rows_per_s=n / seconds)
+                    run.unit(res)
+                    if (phase, label) not in results or seconds < results[(phase, label)]["seconds"]:
+                        results[(phase, label)] = res
+                    print(f"  {phase:>6}  {label:<42} {seconds:8.2f} s  {n / seconds:10.0f} rows/s  peak RSS "
+                          f"{res['peak_rss_mb']:7.0f} MB", flush=True)
     summary = summarise(results, profile, sizes)
     path = run.finish(summary)
     print(f"results: {path}")

@@ -541,14 +541,17 @@ class LibsvmSource(FileSource):
         return self._parse_blocks(path, cols)
 
     def _parse_blocks(self, path, cols):
+        """The CSR of ``path`` (restricted to ``cols``) with the index type scipy would pick (32 bits
+        when they fit: scipy's own downcast of int64 arrays was one more copy of the matrix)."""
         base = self.index_base
         width = self.n_features if cols is None else cols.size
         if cols is not None:
             order = np.argsort(cols, kind="stable")
             ordered = cols[order]
         total = self._nnz.get(path) if cols is None else None
+        index_type = np.int32 if max(width, self._nnz.get(path, 0)) < 2 ** 31 else np.int64
         if total is not None:            # the scan counted the values: fill the matrix in place
-            indices, data = np.empty(total, dtype=np.int64), np.empty(total)
+            indices, data = np.empty(total, dtype=index_type), np.empty(total)
         labels, ptrs, idx_parts, val_parts = [], [], [], []
         offset = 0
         for b in self._blocks(path):
@@ -569,11 +572,11 @@ class LibsvmSource(FileSource):
             ptrs.append(ptr[1:] + offset)
             offset += ind.size
         if total is None:
-            indices = np.concatenate(idx_parts) if idx_parts else np.empty(0, dtype=np.int64)
+            indices = np.concatenate(idx_parts).astype(index_type) if idx_parts else np.empty(0, dtype=index_type)
             data = np.concatenate(val_parts) if val_parts else np.empty(0)
         elif offset != total:
             raise InputError(f"{path} changed while it was read ({offset} values, {total} when scanned)")
-        indptr = np.concatenate([np.zeros(1, dtype=np.int64)] + ptrs)
+        indptr = np.concatenate([np.zeros(1, dtype=np.int64)] + ptrs).astype(index_type, copy=False)
         y = np.concatenate(labels) if labels else np.empty(0)
         if y.size == 0:
             raise InputError(f"{path}: no samples found")
