@@ -312,3 +312,23 @@ def test_streaming_a_large_file_holds_a_block_not_the_file(tmp_path):
     before, after, status = (int(v) for v in proc.stdout.split("PEAK")[1].split())
     assert status == 0
     assert after - before < 0.5 * csr_bytes, (before, after)    # measured: about 0.35
+
+
+def test_parquet_rows_refuse_what_they_cannot_read(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    path = str(tmp_path / "nolabel.parquet")
+    pq.write_table(pa.table({"a": [1.0, 2.0], "b": [0.0, 1.0]}), path)
+    with pytest.raises(InputError, match="no label column 'y'"):
+        open_source(path, rows=True)
+    path = str(tmp_path / "nulls.parquet")
+    pq.write_table(pa.table({"a": [1.0, None], "y": [1.0, -1.0]}), path)
+    with pytest.raises(InputError, match="holds 1 missing value"):
+        list(open_source(path, rows=True).iter_rows())
+    path = str(tmp_path / "nan.parquet")
+    pq.write_table(pa.table({"a": [1.0, float("nan")], "y": [1.0, -1.0]}), path)
+    with pytest.raises(InputError, match="NaN or infinite"):
+        list(open_source(path, rows=True).iter_rows())
+    (tmp_path / "junk.parquet").write_bytes(b"not parquet")
+    with pytest.raises(InputError, match="cannot read .* as Parquet"):
+        open_source(str(tmp_path / "junk.parquet"), rows=True)
