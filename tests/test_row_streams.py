@@ -332,3 +332,17 @@ def test_parquet_rows_refuse_what_they_cannot_read(tmp_path):
     (tmp_path / "junk.parquet").write_bytes(b"not parquet")
     with pytest.raises(InputError, match="cannot read .* as Parquet"):
         open_source(str(tmp_path / "junk.parquet"), rows=True)
+
+
+def test_stdin_read_whole_by_the_other_runners(svm_file, tmp_path):
+    """A runner that needs the labels first (running averages) reads standard input once, keeps it,
+    and then streams its rows: the same model as from the file."""
+    path, _, _ = svm_file
+    args = ["--algorithm", "ofsa", "--budget", "4", "--loss", "squared"]
+    proc, from_file = run_cli([*args, "--data", path], tmp_path, name="file")
+    assert proc.returncode == 0, proc.stderr.decode()
+    proc, piped = run_cli([*args, "--data", "-", "--n-features", "80"], tmp_path, stdin=open(path, "rb").read(),
+                          name="stdin")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert piped["selected"] == from_file["selected"] and piped["coef"] == from_file["coef"]
+    assert piped["problem"]["n_samples"] == 600

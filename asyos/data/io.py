@@ -598,16 +598,11 @@ class LibsvmSource(FileSource):
 
     def iter_rows(self, start=0, stop=None, chunk_rows=4096):
         """As ``FileSource.iter_rows``; standard input streams once, from its first row to its last."""
-        if self.path != "-":
+        if self.path != "-" or self._stdin is not None:     # a file, or standard input already read
             yield from super().iter_rows(start, stop, chunk_rows)
             return
         if start != 0 or stop is not None:
             raise InputError("standard input streams from its first row to its last (rows cannot be skipped)")
-        if self._stdin is not None:
-            X, y = self._stdin
-            for lo in range(0, X.shape[0], chunk_rows):
-                yield X[lo:lo + chunk_rows], y[lo:lo + chunk_rows]
-            return
         yield from self._iter_rows(0, None, max(1, int(chunk_rows)))
 
     def iter_test_rows(self, chunk_rows=4096):
@@ -616,6 +611,11 @@ class LibsvmSource(FileSource):
             yield from self._chunks(self.test_path, 0, None, chunk_rows)
 
     def _iter_rows(self, start, stop, chunk_rows):
+        if self._stdin is not None:
+            X, y = self._stdin
+            for lo in range(start, stop, chunk_rows):
+                yield X[lo:min(stop, lo + chunk_rows)], y[lo:min(stop, lo + chunk_rows)]
+            return
         yield from self._chunks(self.path, start, stop, chunk_rows)
 
     def _chunks(self, path, start, stop, chunk_rows):
