@@ -25,6 +25,9 @@ def run_local(config) -> int:
     fit, evaluate, print the summary, write the results; returns the exit status. With
     ``--simulate`` (or ``--algorithm asy-os``) Asy-OS or a sample-stream learner runs in the
     staleness simulator."""
+    from .stream_run import run_stream, streams_rows
+    if streams_rows(config):                    # a sample-stream learner learns from the file as it is read
+        return run_stream(config)
     t0 = time.perf_counter()
     if config.output:
         prepare_output_dir(config.output)

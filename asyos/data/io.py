@@ -6,17 +6,21 @@ Layouts understood (those of ``../shared/datasets``, plus libsvm text):
 * a directory with sparse CSR files ``X_train.npz`` + ``y_train.npy`` (``X_test.npz`` +
   ``y_test.npy`` optional), or ``X.npz`` + ``y.npy``; a directory holding a single dense ``.npz``;
 * libsvm / svmlight text (``label idx:val ...``, ``#`` comments, ``qid:`` ignored), with an
-  optional separate test file (either gzip-compressed when named ``*.gz``); indices 0- or 1-based,
-  detected (a 0 index means 0-based) or declared.
+  optional separate test file; indices 0- or 1-based, detected (a 0 index means 0-based) or
+  declared; gzip-compressed (``.gz``) or on standard input (``-``); parsed by the compiled block
+  reader ``asyos.data.libsvm``;
+* column-major layouts (``asyos.data.columnar``): a directory with a Fortran-ordered ``X.npy``, a
+  directory whose ``X.npz`` is CSC, a ``.parquet`` file (one column per feature) or a directory with
+  ``train.parquet``; with ``open_source(..., rows=True)`` a ``.parquet`` file is read as a stream of
+  row groups instead (``asyos.data.parquet_rows``).
 
 A ``FileSource`` reads only headers when asked for sizes, and ``load(columns)`` keeps only the
 requested columns: a dense ``.npz`` member is decompressed as a stream in row chunks, the
-``indices``/``data`` of a CSR ``.npz`` are streamed in chunks, and libsvm lines are filtered as they
+``indices``/``data`` of a CSR ``.npz`` are streamed in chunks, and libsvm blocks are filtered as they
 are parsed, so a worker holds its shard plus one chunk, never the whole matrix.
 """
 from __future__ import annotations
 
-import gzip
 import os
 import zipfile
 from dataclasses import dataclass
@@ -36,8 +40,14 @@ def load_dataset(path, columns=None, test_path=None, index_base="auto", n_featur
     return open_source(path, test_path, index_base, n_features).load(columns)
 
 
-def open_source(path, test_path=None, index_base="auto", n_features=None) -> "FileSource":
+def open_source(path, test_path=None, index_base="auto", n_features=None, rows=False) -> "FileSource":
+    """The source of ``path`` (``-``: libsvm text on standard input). ``rows=True`` asks for a
+    source that streams rows: a ``.parquet`` file is then read by row groups (``ParquetRowSource``)."""
     path = os.fspath(path)
+    if path == "-":
+        if test_path is not None and not os.path.exists(test_path):
+            raise InputError(f"test data path {test_path!r} does not exist")
+        return LibsvmSource(path, test_path, index_base, n_features)
     if not os.path.exists(path):
         raise InputError(f"data path {path!r} does not exist")
     if test_path is not None and not os.path.exists(test_path):
@@ -49,6 +59,9 @@ def open_source(path, test_path=None, index_base="auto", n_features=None) -> "Fi
     if not os.access(path, os.R_OK):
         raise InputError(f"data file {path!r} is not readable")
     if path.endswith(".parquet"):
+        if rows:
+            from .parquet_rows import ParquetRowSource
+            return ParquetRowSource(path, test_path, n_features=n_features)
         from .columnar import parquet_source
         return parquet_source(path, test_path)
     if path.endswith(".npz"):
@@ -472,13 +485,34 @@ def _directory_source(path):
 
 # ------------------------------------------------------------------------------------- libsvm
 class LibsvmSource(FileSource):
-    """libsvm/svmlight text; ``index_base`` is ``"auto"`` (0-based if any index is 0), 0 or 1."""
+    """libsvm/svmlight text (a path, a ``.gz`` path, or ``-`` for standard input), parsed by the
+    compiled block reader ``asyos.data.libsvm``; ``index_base`` is ``"auto"`` (0-based if any index
+    is 0), 0 or 1.
+
+    A file is scanned once when opened (rows, values, smallest and largest index: the sizes and the
+    index base). Standard input cannot be read twice, so it is not scanned: ``n_features`` must be
+    declared (``--n-features``), ``"auto"`` means 1-based (libsvm's convention; a 0 index is then an
+    error naming the line, to be declared with ``--index-base 0``), ``n_train`` is ``None`` until it has
+    been read, and its rows can be streamed once (``iter_rows()`` from the start to the end) or
+    loaded once (``load`` keeps what it read, so later ``load``/``labels`` calls reuse it)."""
 
     def __init__(self, path, test_path=None, index_base="auto", n_features=None):
         if index_base not in ("auto", 0, 1, "0", "1"):
             raise InputError(f"--index-base must be auto, 0 or 1; got {index_base!r}")
-        self.path, self.test_path, self.name = path, test_path, os.path.basename(path)
-        stats = [_libsvm_scan(path)] + ([_libsvm_scan(test_path)] if test_path else [])
+        self.path, self.test_path = path, test_path
+        self.name = "stdin" if path == "-" else os.path.basename(path)
+        self._nnz, self._labels = {}, {}
+        self._stdin = None
+        if path == "-":
+            if n_features is None:
+                raise InputError("--data - (standard input) needs --n-features: the input is read once, so its "
+                                 "width cannot be found first")
+            self.index_base = 1 if index_base == "auto" else int(index_base)
+            self.n_features, self.n_train = int(n_features), None
+            if test_path is not None:
+                self._scan(test_path)
+            return
+        stats = [self._scan(path)] + ([self._scan(test_path)] if test_path else [])
         lo = min(s[1] for s in stats)
         hi = max(s[2] for s in stats)
         if index_base == "auto":
@@ -498,44 +532,80 @@ class LibsvmSource(FileSource):
         if self.n_features < 1:
             raise InputError(f"{path}: no features found")
 
+    def _scan(self, path):
+        n, nnz, lo, hi, y = _libsvm_scan(path)
+        self._nnz[path] = nnz
+        self._labels[path] = y
+        return n, lo, hi
+
+    def _blocks(self, path, store=True):
+        from .libsvm import iter_blocks
+        return iter_blocks(path, store, self.index_base, self.n_features + self.index_base)
+
     def labels(self, split="train"):
         path = self.path if split == "train" else self.test_path
-        return None if path is None else self._parse(path, np.empty(0, dtype=np.intp))[1]
+        if path is None:
+            return None
+        if path == "-":
+            return self._read_stdin()[1]
+        return self._labels[path].copy()
+
+    def _read_stdin(self):
+        if self._stdin is None:
+            self._stdin = self._parse_blocks("-", None)
+            self.n_train = self._stdin[0].shape[0]
+        return self._stdin
 
     def _parse(self, path, cols):
-        """``(X restricted to cols, y)`` with ``cols`` global 0-based columns (``None`` = all).
-        Each line keeps only its entries in ``cols``, so memory follows the shard, not the file."""
-        if cols is None:
-            position = np.arange(self.n_features, dtype=np.intp)
-        else:
-            position = np.full(self.n_features, -1, dtype=np.intp)
-            position[cols] = np.arange(cols.size)
-        labels, rows, idx, vals = [], [], [], []
-        with _open_text(path) as fh:
-            for lineno, line in enumerate(fh, 1):
-                parsed = _parse_line(line, path, lineno)
-                if parsed is None:
-                    continue
-                label, li, lv = parsed
-                row = len(labels)
-                labels.append(label)
-                if li.size:
-                    new = position[li - self.index_base]
-                    keep = new >= 0
-                    if keep.any():
-                        rows.append(np.full(int(keep.sum()), row, dtype=np.intp))
-                        idx.append(new[keep])
-                        vals.append(lv[keep])
-        n = len(labels)
-        y = np.asarray(labels, dtype=np.float64)
-        check_finite(y, f"{path}: labels")
-        if idx:
-            r, c, v = np.concatenate(rows), np.concatenate(idx), np.concatenate(vals)
-        else:
-            r = c = np.empty(0, dtype=np.intp)
-            v = np.empty(0)
-        check_finite(v, f"{path}: feature values")
-        X = sp.csr_matrix((v, (r, c)), shape=(n, self.n_features if cols is None else cols.size))
+        """``(X restricted to cols, y)`` with ``cols`` global 0-based columns (``None`` = all). Each
+        block keeps only its entries in ``cols`` (found by ``np.searchsorted`` in the sorted columns),
+        so memory follows the shard and the features that occur, never the largest index."""
+        if path == "-":
+            X, y = self._read_stdin()
+            return (X, y) if cols is None else (X[:, cols], y)
+        return self._parse_blocks(path, cols)
+
+    def _parse_blocks(self, path, cols):
+        """The CSR of ``path`` (restricted to ``cols``) with the index type scipy would pick (32 bits
+        when they fit: scipy's own downcast of int64 arrays was one more copy of the matrix)."""
+        base = self.index_base
+        width = self.n_features if cols is None else cols.size
+        if cols is not None:
+            order = np.argsort(cols, kind="stable")
+            ordered = cols[order]
+        total = self._nnz.get(path) if cols is None else None
+        index_type = np.int32 if max(width, self._nnz.get(path, 0)) < 2 ** 31 else np.int64
+        if total is not None:            # the scan counted the values: fill the matrix in place
+            indices, data = np.empty(total, dtype=index_type), np.empty(total)
+        labels, ptrs, idx_parts, val_parts = [], [], [], []
+        offset = 0
+        for b in self._blocks(path):
+            ind, val, ptr = b.indices, b.data, b.indptr
+            ind -= base
+            if cols is not None:
+                pos = np.minimum(np.searchsorted(ordered, ind), max(ordered.size - 1, 0))
+                keep = ordered[pos] == ind if ordered.size else np.zeros(ind.size, dtype=bool)
+                ptr = np.concatenate(([0], np.cumsum(keep)))[ptr]
+                ind, val = order[pos[keep]], val[keep]
+            if total is not None:
+                indices[offset:offset + ind.size] = ind
+                data[offset:offset + ind.size] = val
+            else:
+                idx_parts.append(ind)
+                val_parts.append(val)
+            labels.append(b.labels)
+            ptrs.append(ptr[1:] + offset)
+            offset += ind.size
+        if total is None:
+            indices = np.concatenate(idx_parts).astype(index_type) if idx_parts else np.empty(0, dtype=index_type)
+            data = np.concatenate(val_parts) if val_parts else np.empty(0)
+        elif offset != total:
+            raise InputError(f"{path} changed while it was read ({offset} values, {total} when scanned)")
+        indptr = np.concatenate([np.zeros(1, dtype=np.int64)] + ptrs).astype(index_type, copy=False)
+        y = np.concatenate(labels) if labels else np.empty(0)
+        if y.size == 0:
+            raise InputError(f"{path}: no samples found")
+        X = sp.csr_matrix((data, indices, indptr), shape=(y.size, width))
         X.sum_duplicates()
         return X, y
 
@@ -548,7 +618,6 @@ class LibsvmSource(FileSource):
         return Dataset(X, y, self.n_features, X_test, y_test, columns=None if columns is None else cols,
                        name=self.name)
 
-
     def load_test(self):
         return None if not self.test_path else self._parse(self.test_path, None)
 
@@ -558,104 +627,45 @@ class LibsvmSource(FileSource):
             return None
         return LibsvmSource(self.test_path, None, self.index_base, self.n_features)
 
+    def iter_rows(self, start=0, stop=None, chunk_rows=4096):
+        """As ``FileSource.iter_rows``; standard input streams once, from its first row to its last."""
+        if self.path != "-" or self._stdin is not None:     # a file, or standard input already read
+            yield from super().iter_rows(start, stop, chunk_rows)
+            return
+        if start != 0 or stop is not None:
+            raise InputError("standard input streams from its first row to its last (rows cannot be skipped)")
+        yield from self._iter_rows(0, None, max(1, int(chunk_rows)))
+
+    def iter_test_rows(self, chunk_rows=4096):
+        """The rows of the test file in chunks (nothing when there is none)."""
+        if self.test_path:
+            yield from self._chunks(self.test_path, 0, None, chunk_rows)
+
     def _iter_rows(self, start, stop, chunk_rows):
-        labels, rows, idx, vals = [], [], [], []
+        if self._stdin is not None:
+            X, y = self._stdin
+            for lo in range(start, stop, chunk_rows):
+                yield X[lo:min(stop, lo + chunk_rows)], y[lo:min(stop, lo + chunk_rows)]
+            return
+        yield from self._chunks(self.path, start, stop, chunk_rows)
 
-        def block():
-            n = len(labels)
-            if idx:
-                r, c, v = np.concatenate(rows), np.concatenate(idx), np.concatenate(vals)
-            else:
-                r = c = np.empty(0, dtype=np.intp)
-                v = np.empty(0)
-            check_finite(v, f"{self.path}: feature values")
-            y = np.asarray(labels, dtype=np.float64)
-            check_finite(y, f"{self.path}: labels")
-            X = sp.csr_matrix((v, (r, c)), shape=(n, self.n_features))
+    def _chunks(self, path, start, stop, chunk_rows):
+        from .libsvm import rechunk
+        for labels, indptr, indices, data in rechunk(self._blocks(path), start, stop, chunk_rows):
+            if self.index_base:
+                indices = indices - self.index_base
+            X = sp.csr_matrix((data, indices, indptr), shape=(labels.size, self.n_features))
             X.sum_duplicates()
-            return X, y
-
-        row = -1
-        with _open_text(self.path) as fh:
-            for lineno, line in enumerate(fh, 1):
-                body = line.split("#", 1)[0]
-                if not body.strip():
-                    continue
-                row += 1
-                if row < start:
-                    continue                    # counted, not parsed
-                if row >= stop:
-                    break
-                label, li, lv = _parse_line(body, self.path, lineno)
-                if li.size and li.max() - self.index_base >= self.n_features:
-                    raise InputError(f"{self.path} line {lineno}: feature index {li.max()} beyond "
-                                     f"{self.n_features} features")
-                rows.append(np.full(li.size, len(labels), dtype=np.intp))
-                labels.append(label)
-                idx.append(li - self.index_base)
-                vals.append(lv)
-                if len(labels) == chunk_rows:
-                    yield block()
-                    labels, rows, idx, vals = [], [], [], []
-        if labels:
-            yield block()
-
-
-def _open_text(path):
-    try:
-        if str(path).endswith(".gz"):
-            return gzip.open(path, "rt", encoding="utf-8", errors="strict")
-        return open(path, "r", encoding="utf-8", errors="strict")
-    except OSError as exc:
-        raise InputError(f"cannot open {path!r}: {exc.strerror}") from None
-
-
-def _parse_line(line, path, lineno):
-    line = line.split("#", 1)[0].strip()
-    if not line:
-        return None
-    tokens = line.split()
-    try:
-        label = float(tokens[0])
-    except ValueError:
-        raise InputError(f"{path} line {lineno}: label {tokens[0]!r} is not a number") from None
-    feats = [t for t in tokens[1:] if not t.startswith("qid:")]
-    idx = np.empty(len(feats), dtype=np.intp)
-    val = np.empty(len(feats))
-    for i, tok in enumerate(feats):
-        head, sep, tail = tok.partition(":")
-        try:
-            if not sep:
-                raise ValueError
-            idx[i] = int(head)
-            val[i] = float(tail)
-        except ValueError:
-            raise InputError(f"{path} line {lineno}: cannot read {tok!r} as index:value") from None
-    if idx.size and idx.min() < 0:
-        raise InputError(f"{path} line {lineno}: negative feature index {idx.min()}")
-    return label, idx, val
+            yield X, labels
 
 
 def _libsvm_scan(path):
-    """``(n_rows, min_index, max_index)`` of a libsvm file, with parse errors reported by line."""
-    n, lo, hi = 0, np.iinfo(np.intp).max, -1
-    try:
-        with _open_text(path) as fh:
-            for lineno, line in enumerate(fh, 1):
-                parsed = _parse_line(line, path, lineno)
-                if parsed is None:
-                    continue
-                n += 1
-                if parsed[1].size:
-                    lo = min(lo, int(parsed[1].min()))
-                    hi = max(hi, int(parsed[1].max()))
-    except UnicodeDecodeError:
-        raise InputError(f"{path!r} is neither an .npz archive nor libsvm text") from None
-    except (OSError, EOFError) as exc:          # a damaged .gz
-        raise InputError(f"cannot read {path!r}: {exc}") from None
-    if n == 0:
+    """``(n_rows, n_values, min_index, max_index, labels)`` of a libsvm file; errors name the line."""
+    from .libsvm import scan
+    stats = scan(path)
+    if stats[0] == 0:
         raise InputError(f"{path}: no samples found")
-    return n, (lo if hi >= 0 else 0), hi
+    return stats
 
 
 def _check_columns(columns, n_features):

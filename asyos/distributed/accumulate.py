@@ -55,7 +55,8 @@ def test_split(source):
 
 
 class Progress:
-    """Prints ``asyos: read R of N rows (P%), S samples/s`` to stderr at most every ``every`` seconds."""
+    """Prints ``asyos: read R of N rows (P%), S samples/s`` to stderr at most every ``every`` seconds
+    (``asyos: read R rows, S samples/s`` when the total is not known: ``total=None``)."""
 
     def __init__(self, total, label="", every=PROGRESS_EVERY, stream=None, enabled=True):
         self.total, self.label, self.every = total, label, every
@@ -71,9 +72,8 @@ class Progress:
         if self.enabled and now - self.last >= self.every:
             self.last = now
             rate = self.done / max(now - self.start, 1e-9)
-            pct = 100.0 * self.done / max(self.total, 1)
-            self.stream.write(f"asyos: {self.label}read {self.done} of {self.total} rows ({pct:.0f}%), "
-                              f"{rate:.0f} samples/s\n")
+            of = "" if self.total is None else f" of {self.total} rows ({100.0 * self.done / max(self.total, 1):.0f}%)"
+            self.stream.write(f"asyos: {self.label}read {self.done}{of or ' rows'}, {rate:.0f} samples/s\n")
             self.stream.flush()
             self.printed = True
 
