@@ -41,6 +41,7 @@ class RunConfig:
     data: Optional[str] = None
     test_data: Optional[str] = None
     index_base: str = "auto"
+    label_column: Optional[str] = None          # Parquet: the label's column (None: "y")
     synthetic: str = "regression"
     n_samples: Optional[int] = None
     n_features: Optional[int] = None

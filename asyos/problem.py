@@ -16,6 +16,8 @@ from .losses import Loss, default_loss_for_labels, get_loss
 
 def open_data_source(config):
     """A ``SyntheticSource`` or a file source; only headers are read."""
+    if config.data is None and config.label_column is not None:
+        raise InputError("--label-column names the label column of a .parquet file; it does not go with synthetic data")
     if config.data is None:
         return SyntheticSource(task=config.synthetic, n_features=config.synthetic_features,
                                n_informative=config.synthetic_informative, n_samples=config.n_samples,
@@ -29,7 +31,21 @@ def open_data_source(config):
         raise InputError("--n-features goes with libsvm text or synthetic data; .npz files carry their shape")
     else:
         n_features = None
-    return open_source(config.data, config.test_data, config.index_base, n_features)
+    return open_source(config.data, config.test_data, config.index_base, n_features, label=label_column(config))
+
+
+def label_column(config) -> str:
+    """``--label-column``: Parquet only (other formats store the labels apart)."""
+    if config.label_column is not None and not _is_parquet(config.data):
+        raise InputError("--label-column names the label column of a .parquet file")
+    return config.label_column or "y"
+
+
+def _is_parquet(path):
+    import os
+    if str(path).endswith(".parquet"):
+        return True
+    return os.path.isdir(path) and os.path.exists(os.path.join(path, "train.parquet"))
 
 
 def _is_dir(path):

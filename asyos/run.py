@@ -54,8 +54,11 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--config", help="TOML file of settings (flags override it)")
     g = p.add_argument_group("data (default: a KDD'16 synthetic problem)")
     g.add_argument("--data", help="dense .npz, a directory of sparse X_*.npz + y_*.npy, or libsvm text (also "
-                                  ".gz, or - for standard input with --n-features); the sample-stream learners "
-                                  "learn from libsvm text and .parquet rows as they are read")
+                                  ".gz, or - for standard input with --n-features); column-major (python -m "
+                                  "asyos.convert): a directory with a Fortran-ordered X.npy + y.npy or a CSC X.npz, "
+                                  "or a .parquet file (one column per feature), read by column (OS, Asy-OS); the "
+                                  "sample-stream learners learn from libsvm text and .parquet rows as they are read")
+    g.add_argument("--label-column", help="Parquet: the column holding the labels (default y)")
     g.add_argument("--test-data", help="libsvm test file")
     g.add_argument("--index-base", help="libsvm feature indices: auto (default), 0 or 1")
     g.add_argument("--synthetic", choices=["regression", "classification"], help="KDD'16 task (default regression)")

@@ -53,10 +53,11 @@ def streams_rows(config) -> bool:
 
 def open_rows(config):
     """The row source of ``config.data`` (a ``.parquet`` file as a row stream)."""
-    from .problem import open_data_source
+    from .problem import label_column, open_data_source
     if str(config.data).endswith(".parquet"):
         from .data.io import open_source
-        return open_source(config.data, config.test_data, n_features=config.n_features, rows=True)
+        return open_source(config.data, config.test_data, n_features=config.n_features, rows=True,
+                           label=label_column(config))
     return open_data_source(config)
 
 

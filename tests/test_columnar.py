@@ -283,3 +283,18 @@ def test_the_simulator_reads_its_shards_out_of_core(tmp_path, transport):
     np.testing.assert_array_equal(a.support_, b.support_)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert a.n_steps_ == b.n_steps_
+
+
+def test_the_label_column_of_a_parquet_file_is_named_by_a_flag(tmp_path):
+    d = make_regression(n_samples=150, n_features=40, n_informative=3, seed=2)
+    table = pa.table({**{f"c{j}": d.X[:, j] for j in range(40)}, "target": d.y})
+    pq.write_table(table, tmp_path / "t.parquet")
+    run = lambda *extra: subprocess.run([sys.executable, "-m", "asyos.run", "--data", str(tmp_path / "t.parquet"),  # noqa: E731
+                                         "--budget", "3", "--output", str(tmp_path / "o"), *extra],
+                                        capture_output=True, text=True, timeout=120, cwd=REPO)
+    done = run("--label-column", "target")
+    assert done.returncode == 0, done.stderr
+    record = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert sorted(record["selected"]) == np.flatnonzero(d.true_coef).tolist()
+    missing = run()
+    assert missing.returncode == 2 and "no label column 'y'" in missing.stderr

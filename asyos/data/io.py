@@ -40,9 +40,10 @@ def load_dataset(path, columns=None, test_path=None, index_base="auto", n_featur
     return open_source(path, test_path, index_base, n_features).load(columns)
 
 
-def open_source(path, test_path=None, index_base="auto", n_features=None, rows=False) -> "FileSource":
+def open_source(path, test_path=None, index_base="auto", n_features=None, rows=False, label="y") -> "FileSource":
     """The source of ``path`` (``-``: libsvm text on standard input). ``rows=True`` asks for a
-    source that streams rows: a ``.parquet`` file is then read by row groups (``ParquetRowSource``)."""
+    source that streams rows: a ``.parquet`` file is then read by row groups (``ParquetRowSource``).
+    ``label``: the label column of a Parquet file."""
     path = os.fspath(path)
     if path == "-":
         if test_path is not None and not os.path.exists(test_path):
@@ -55,15 +56,15 @@ def open_source(path, test_path=None, index_base="auto", n_features=None, rows=F
     if os.path.isdir(path):
         if test_path is not None:
             raise InputError("--test-data goes with a libsvm file; a directory carries its own test split")
-        return _directory_source(path)
+        return _directory_source(path, label)
     if not os.access(path, os.R_OK):
         raise InputError(f"data file {path!r} is not readable")
     if path.endswith(".parquet"):
         if rows:
             from .parquet_rows import ParquetRowSource
-            return ParquetRowSource(path, test_path, n_features=n_features)
+            return ParquetRowSource(path, test_path, label=label, n_features=n_features)
         from .columnar import parquet_source
-        return parquet_source(path, test_path)
+        return parquet_source(path, test_path, label=label)
     if path.endswith(".npz"):
         if test_path is not None:
             raise InputError("--test-data goes with a libsvm file; an .npz file carries its own test split")
@@ -462,13 +463,13 @@ def _csr_columns(fname, cols) -> sp.csr_matrix:
     return X
 
 
-def _directory_source(path):
+def _directory_source(path, label="y"):
     from . import columnar
     have = set(os.listdir(path))
     if "X.npy" in have:
         return columnar.dense_directory(path)
     if "train.parquet" in have:
-        return columnar.parquet_source(path)
+        return columnar.parquet_source(path, label=label)
     for train, test in (("train", "test"), ("", None)):
         name = f"X_{train}.npz" if train else "X.npz"
         if name in have:
