@@ -16,7 +16,16 @@ includes loading; peak memory is theirs; sparse data are densified for both: abe
 path took 107 s at p = 20000, n = 200, where the dense one took 1 s). Goals (the issue's): sequential OS at p = 10^6 peak RSS
 <= 0.5 GB; under ``-n 5`` bytes read per worker <= 1.2x its shard and RSS per worker <= 1.5x its shard.
 
-    python benchmarks/bench_scale.py [--quick] [--ps 10000,100000] [--keep DIR]
+Two more sections run the benchmarks that own them, each in its own process, and fold their
+summaries into this one (their tables are printed as they run; their JSON files land next to it):
+
+* ``stream``: ``bench_stream_throughput.py --profile wide`` (B-ARDA, B-AMD, OFS, SOFS on the 10^6 x
+  10^6 sparse stream, 100 non-zeros per row: samples/s and peak memory of a pass next to
+  scikit-learn's SGD epoch) and its default profile (d = 2e4);
+* ``ingest``: ``bench_ingest.py`` (libsvm and Parquet rows/s next to scikit-learn's
+  ``load_svmlight_file`` and Vowpal Wabbit's parser; a streamed B-ARDA run against load + one SGD epoch).
+
+    python benchmarks/bench_scale.py [--quick] [--ps 10000,100000] [--sections os,stream,ingest] [--keep DIR]
 """
 from __future__ import annotations
 
@@ -144,6 +153,30 @@ def run_peer(path, kind, method, k, timeout):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+SECTIONS = ("os", "stream", "ingest")
+HERE = os.path.dirname(os.path.abspath(__file__))
+OTHER_BENCHMARKS = {
+    "stream": lambda quick: ([("stream_throughput", ["bench_stream_throughput.py", "--quick"])] if quick else
+                             [("stream_throughput_wide", ["bench_stream_throughput.py", "--profile", "wide",
+                                                          "--learners", "b-arda,b-amd,ofs,sofs"]),
+                              ("stream_throughput", ["bench_stream_throughput.py", "--learners",
+                                                     "b-arda,b-amd,ofs,sofs"])]),
+    "ingest": lambda quick: [("ingest", ["bench_ingest.py"] + (["--quick"] if quick else []))],
+}
+
+
+def run_other(name, argv, output, timeout):
+    """Run another benchmark script (its table goes to our stdout) and return its summary JSON."""
+    cmd = [sys.executable, os.path.join(HERE, argv[0]), *argv[1:], "--output", output]
+    print(f"$ {' '.join(cmd)}", flush=True)
+    proc = subprocess.run(cmd, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        return {"error": f"exit {proc.returncode}", "command": cmd}
+    with open(os.path.join(output, f"{name}.json")) as fh:
+        result = json.load(fh)
+    return {"command": cmd, "summary": result.get("summary"), "file": os.path.join(output, f"{name}.json")}
+
+
 def recall(selected, support):
     return len(set(map(int, selected)) & set(map(int, support))) / len(support)
 
@@ -152,13 +185,29 @@ def main():
     p_ = parser(__doc__.splitlines()[0])
     p_.add_argument("--ps", help="comma-separated feature counts (default: the profile's)")
     p_.add_argument("--keep", help="write the data sets here and keep them (default: a temporary directory)")
+    p_.add_argument("--sections", help=f"which of {','.join(SECTIONS)} to run (default all; with --quick only os: "
+                                       f"the other two benchmarks run their own --quick profiles in the tests)")
     args = p_.parse_args()
     profile = choose_profile(args, PROFILES)
     if args.ps:
         profile["ps"] = [int(v) for v in args.ps.split(",")]
+    sections = [v for v in (args.sections or ("os" if args.quick else ",".join(SECTIONS))).split(",") if v]
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        raise SystemExit(f"unknown sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
     if mpiexec_path() is None:
         raise SystemExit("mpiexec not found: pip install 'asyos[mpi]'")
     run = Run("scale", args, profile)
+    others = {}
+    for section in ("stream", "ingest"):
+        if section in sections:
+            for name, argv in OTHER_BENCHMARKS[section](args.quick):
+                others[name] = run.unit({"section": section, "benchmark": name,
+                                         **run_other(name, argv, args.output, profile["timeout"])})
+    if "os" not in sections:
+        path = run.finish({"goals": [], "other_benchmarks": {k: v.get("summary") for k, v in others.items()}})
+        print(f"summary: {path}")
+        return
     root = args.keep or tempfile.mkdtemp(prefix="asyos-scale-data-")
     n, k = profile["n"], profile["k"]
     rows = []
@@ -214,11 +263,12 @@ def main():
                 f"worker's columns' bytes in the file)",
                 ["p", "data", "method", "seconds", "recall", "peak RSS MB", "worker RSS MB", "RSS/shard",
                  "read/shard", "reader/shard", "note"], rows)
-    summary = _goals(run.units, profile)
+    summary = _goals([u for u in run.units if "section" not in u], profile)
+    summary["other_benchmarks"] = {k: v.get("summary") for k, v in others.items()}
     for line in summary["goals"]:
         print(line)
     path = run.finish(summary)
-    plot(os.path.join(args.output, "scale.png"), lambda plt: _draw(plt, run.units))
+    plot(os.path.join(args.output, "scale.png"), lambda plt: _draw(plt, [u for u in run.units if "section" not in u]))
     print(f"summary: {path}")
 
 
