@@ -298,3 +298,34 @@ def test_the_label_column_of_a_parquet_file_is_named_by_a_flag(tmp_path):
     assert sorted(record["selected"]) == np.flatnonzero(d.true_coef).tolist()
     missing = run()
     assert missing.returncode == 2 and "no label column 'y'" in missing.stderr
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csc", "parquet"])
+def test_converted_files_read_back_through_the_column_readers(tmp_path, rng, fmt):
+    """``asyos.convert`` then ``open_source``: the same matrix, labels and test split as the source,
+    and OS learns the same model from the converted file as from the arrays."""
+    from sklearn.datasets import dump_svmlight_file
+    from asyos.convert import convert
+    d = make_regression(n_samples=90, n_features=30, n_informative=3, seed=6)
+    X = np.round(d.X, 6)
+    X[np.abs(X) < 0.5] = 0.0                         # sparse enough for a CSC file to mean something
+    X_test = np.round(rng.normal(size=(20, 30)), 6)
+    train, test = tmp_path / "train.svm", tmp_path / "test.svm"
+    dump_svmlight_file(X, d.y, str(train), zero_based=True)
+    dump_svmlight_file(X_test, np.arange(20.0), str(test), zero_based=True)
+    dst = tmp_path / ("out" if fmt != "parquet" else "out_dir")
+    convert(str(train), str(dst), fmt=fmt, test_data=str(test), index_base="0", n_features=30, memory_mb=1,
+            quiet=True)
+    from sklearn.datasets import load_svmlight_file           # the text as an independent parser reads it
+    X, y = (np.asarray(a.toarray() if sp.issparse(a) else a) for a in load_svmlight_file(str(train), n_features=30))
+    d.y = y
+    source = open_source(str(dst))
+    assert source.columnar and (source.n_train, source.n_features) == (90, 30)
+    np.testing.assert_array_equal(_as_dense(source.matrix()[:, np.arange(30)]), X)
+    np.testing.assert_array_equal(_as_dense(source.matrix("test")[:, np.arange(30)]), X_test)
+    np.testing.assert_array_equal(source.labels(), d.y)
+    np.testing.assert_array_equal(source.labels("test"), np.arange(20.0))
+    a = OnlineSubstitution(budget=3).fit(X, d.y)
+    b = OnlineSubstitution(budget=3).fit(source.matrix(), source.labels())
+    np.testing.assert_array_equal(a.support_, b.support_)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-10, atol=1e-12)
