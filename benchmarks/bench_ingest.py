@@ -294,8 +294,8 @@ def summarise(results, profile, sizes):
     rows = []
     for (phase, label), r in results.items():
         base = sk_in if phase == "ingest" else sk
-        rows.append([phase, label, f"{r['seconds']:.2f}", f"{r['rows_per_s']:.0f}", f"{base['seconds'] / r['seconds']:.2f}",
-                     f"{r['peak_rss_mb']:.0f}"])
+        rows.append([phase, label, f"{r['seconds']:.2f}", f"{r['rows_per_s']:.0f}",
+                     f"{base['seconds'] / r['seconds']:.2f}", f"{r['peak_rss_mb']:.0f}"])
     print_table(f"{n} rows x {profile['n_features']} features ({profile['nnz_per_row']} values a row; libsvm "
                 f"{sizes['libsvm']:.0f} MB): ingest = inside the process (imports excluded); learn = the whole "
                 f"process, timed from outside; 'x sklearn' = scikit-learn's seconds / the row's (same phase); "

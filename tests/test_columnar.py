@@ -289,9 +289,11 @@ def test_the_label_column_of_a_parquet_file_is_named_by_a_flag(tmp_path):
     d = make_regression(n_samples=150, n_features=40, n_informative=3, seed=2)
     table = pa.table({**{f"c{j}": d.X[:, j] for j in range(40)}, "target": d.y})
     pq.write_table(table, tmp_path / "t.parquet")
-    run = lambda *extra: subprocess.run([sys.executable, "-m", "asyos.run", "--data", str(tmp_path / "t.parquet"),  # noqa: E731
-                                         "--budget", "3", "--output", str(tmp_path / "o"), *extra],
-                                        capture_output=True, text=True, timeout=120, cwd=REPO)
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "asyos.run", "--data", str(tmp_path / "t.parquet"),
+                               "--budget", "3", "--output", str(tmp_path / "o"), *extra],
+                              capture_output=True, text=True, timeout=120, cwd=REPO)
+
     done = run("--label-column", "target")
     assert done.returncode == 0, done.stderr
     record = json.loads((tmp_path / "o" / "results.json").read_text())
