@@ -20,7 +20,7 @@ import pytest
 PACKAGE = "asyos"
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), PACKAGE)
 CLI = "asyos.run"
-CLI_ENTRY_POINTS = {"asyos.run", "asyos.__main__"}
+CLI_ENTRY_POINTS = {"asyos.run", "asyos.__main__", "asyos.convert"}   # convert: its own command line
 
 
 def module_files(root: str = ROOT, package: str = PACKAGE) -> dict[str, str]:

@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from .dataset import Dataset, as_label_vector, check_finite
-from .io import FileSource, _row_range
+from .source import FileSource, _row_range
 
 _MAX_READ = 1 << 30                      # bytes per preadv call (Linux caps one read near 2 GiB)
 _ZIP_LOCAL_HEADER = struct.Struct("<IHHHHHIIIHH")

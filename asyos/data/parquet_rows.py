@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from .dataset import Dataset, check_finite
-from .io import FileSource, _check_columns, _row_range
+from .source import FileSource, _check_columns, _row_range
 
 N_FEATURES_KEY = b"n_features"
 
