@@ -51,12 +51,51 @@ def _make_jit():
         import numba
     except ImportError:  # pragma: no cover - numba is a declared dependency
         return lambda f: f, False
-    return numba.njit(cache=True, nogil=True), True
+    return numba.njit(cache=True, nogil=True, error_model="numpy"), True
 
 
 jit, COMPILED = _make_jit()
 if COMPILED:
     from ... import _compiled_losses      # losses.dloss1(code, y, u) compiled: a branch per loss of the table
+
+
+def _make_prefetch():
+    """``prefetch(a, i)``: ask for the cache line of ``a[i]`` (1-D, any stride) ahead of its use, for
+    writing, without waiting for it (``llvm.prefetch``; a no-op without numba)."""
+    if not COMPILED:
+        return lambda a, i: None
+    from llvmlite import ir
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def prefetch(typingctx, a, i):
+        def codegen(context, builder, signature, args):
+            aty, ity = signature.args
+            array = context.make_array(aty)(context, builder, args[0])
+            index = context.cast(builder, args[1], ity, types.intp)
+            ptr = cgutils.get_item_pointer(context, builder, aty, array, [index], wraparound=False)
+            byte, word = ir.IntType(8).as_pointer(), ir.IntType(32)
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [byte, word, word, word]),
+                                                "llvm.prefetch.p0i8")
+            builder.call(fn, [builder.bitcast(ptr, byte), word(1), word(3), word(1)])
+            return context.get_dummy_value()
+        return types.void(a, i), codegen
+    return prefetch
+
+
+prefetch = _make_prefetch()
+
+
+@jit
+def prefetch_row(a, indptr, indices, order, jj):
+    """Prefetch ``a[i]`` for the non-zeros ``i`` of row ``order[jj]`` (nothing past the last row): called
+    one row ahead, the next row's records arrive while this one is processed."""
+    if jj < order.shape[0]:
+        r = order[jj]
+        for k in range(indptr[r], indptr[r + 1]):
+            prefetch(a, indices[k])
 
 
 @jit
@@ -224,6 +263,7 @@ def barda_rows(rec, members, heap, cand, bound, counts, params, indptr, indices,
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
+        prefetch_row(sg, indptr, indices, order, jj + 1)
         c_prev = lam * eta * t
         if given:
             u = margins[jj]
@@ -404,6 +444,7 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, indptr, in
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
+        prefetch_row(w, indptr, indices, order, jj + 1)
         if given:
             u = margins[jj]
         else:                                        # w is zero outside the kept set
@@ -561,6 +602,7 @@ def ofs_rows(rec, scale, heap, counts, params, indptr, indices, data, y, order, 
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
+        prefetch_row(v, indptr, indices, order, jj + 1)
         u = margins[jj] if given else a * row_dot(v, indptr, indices, data, r)
         miss += mistake(y[r], u)
         t += 1
@@ -631,6 +673,7 @@ def sofs_rows(rec, heap, counts, params, indptr, indices, data, y, order, margin
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
+        prefetch_row(mu, indptr, indices, order, jj + 1)
         yr = y[r]
         u = margins[jj] if given else row_dot(mu, indptr, indices, data, r)
         miss += mistake(yr, u)
