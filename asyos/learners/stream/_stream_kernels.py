@@ -437,6 +437,12 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, indptr, in
     ``rec`` holds one 32-byte record ``w, sq, H, mpos`` per coordinate, read for each non-zero of a
     row; a member's ``w`` there is 0 and its ``sq, H`` are written back when it leaves the kept set.
 
+    With the kept set full (``B`` members) and the linear score, a newcomer's score ``H_i |z_i|`` is
+    ``eta |g_i|`` up to three roundings, so one that is below the weakest member's by a margin of 1e-12
+    is dropped with its ``sq`` updated and neither ``H_i`` nor ``z_i`` computed (a square root and a
+    division per non-zero: 1.32 -> 0.98 us per row at d = 2e4); ``H`` in the record of a coordinate
+    outside the kept set may then be stale, and is recomputed from ``sq`` before it is read.
+
     The truncation: a newcomer (a row coordinate outside the kept set) that does not beat the weakest
     member cannot be among the ``B`` largest, so it is dropped after one comparison; the few that do
     replace the weakest one at a time (``SMALL`` of them or fewer; more: one quickselect over the members
@@ -464,6 +470,7 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, indptr, in
         gl = dloss1(code, y[r], u)
         if gl != 0.0:
             nupd += 1
+        full = nmem == budget and power == 1         # newcomers filtered before their H and z are computed
         fresh = 0                                    # the newcomers: the row's non-zeros of z outside
         for k in range(lo, hi):
             i = indices[k]
@@ -480,10 +487,8 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, indptr, in
             g = gl * data[k]                         # lam w_i + l' x_i with w_i = 0
             if g != 0.0:
                 sq[i] += g * g
-                h[i] = delta + math.sqrt(sq[i])
-                w[i] = -(eta * g / h[i])
-                if w[i] != 0.0:
-                    fresh += 1
+                if not full:
+                    fresh += _bamd_newcomer(w, sq, h, i, g, eta, delta)
         zeros = 0                                    # untouched members shrink (g = lam w); g = 0: unchanged
         for m in range(nmem):
             g = 0.0 if kt[m] != 0.0 else lam * kw[m]
@@ -494,7 +499,14 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, indptr, in
             zeros += kw[m] == 0.0
         if zeros:
             nmem = _bamd_compact(rec, members, kept, nmem)
-        if nmem + fresh <= budget:
+        if full and nmem < budget:                   # a member left: every newcomer's z after all
+            full = False
+            for k in range(lo, hi):
+                i = indices[k]
+                g = gl * data[k]
+                if mpos[i] < 0.0 and g != 0.0:
+                    fresh += _bamd_newcomer(w, sq, h, i, g, eta, delta)
+        if not full and nmem + fresh <= budget:
             for k in range(lo, hi):
                 i = indices[k]
                 if mpos[i] < 0.0 and w[i] != 0.0:
@@ -508,9 +520,17 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, indptr, in
             if weakest < 0 or beats(ks[weakest], members[weakest], ks[m], members[m]):
                 weakest = m
         n = 0                                        # survivors: newcomers beating the weakest member
+        bar = ks[weakest] * (1.0 - 1e-12)
         for k in range(lo, hi):
             i = indices[k]
-            if mpos[i] < 0.0 and w[i] != 0.0:
+            if mpos[i] >= 0.0:
+                continue
+            if full:
+                g = gl * data[k]
+                if g == 0.0 or eta * abs(g) < bar:   # H |z| = eta |g| up to 3 roundings: below the weakest
+                    continue
+                _bamd_newcomer(w, sq, h, i, g, eta, delta)
+            if w[i] != 0.0:
                 s = _amd_score(w[i], h[i], power)
                 if nmem < budget or beats(s, ranks[i], ks[weakest], ranks[members[weakest]]):
                     score[i] = s
@@ -555,6 +575,15 @@ def _bamd_enter(rec, members, kept, m, i):
     rec[i, 3] = m
     kept[0, m], kept[1, m], kept[2, m], kept[4, m] = rec[i, 0], rec[i, 1], rec[i, 2], 0.0
     rec[i, 0] = 0.0
+
+
+@jit
+def _bamd_newcomer(w, sq, h, i, g, eta, delta):
+    """``H_i`` and ``z_i = -eta g / H_i`` of a coordinate outside the kept set (``sq_i`` already
+    updated with ``g``); returns 1 when ``z_i != 0``."""
+    h[i] = delta + math.sqrt(sq[i])
+    w[i] = -(eta * g / h[i])
+    return 1 if w[i] != 0.0 else 0
 
 
 @jit
