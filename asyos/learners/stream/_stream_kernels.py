@@ -83,8 +83,8 @@ def _make_prefetch():
             index = context.cast(builder, args[1], ity, types.intp)
             ptr = cgutils.get_item_pointer(context, builder, aty, array, [index], wraparound=False)
             byte, word = ir.IntType(8).as_pointer(), ir.IntType(32)
-            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [byte, word, word, word]),
-                                                "llvm.prefetch.p0i8")
+            signature_ = ir.FunctionType(ir.VoidType(), [byte, word, word, word])
+            fn = cgutils.get_or_insert_function(builder.module, signature_, "llvm.prefetch.p0i8")
             builder.call(fn, [builder.bitcast(ptr, byte), word(1), word(3), word(1)])
             return context.get_dummy_value()
         return types.void(a, i), codegen
@@ -967,6 +967,17 @@ def batch_gradient(indptr, indices, data, rows, dl, factor, g):
             r = rows[j]
             for k in range(indptr[r], indptr[r + 1]):
                 g[indices[k]] += a * data[k]
+
+
+# -- the per-coordinate records of a fresh state (``sample_stream.records``) -------------------------
+@jit
+def fill_records(rec, fill, rank, sign):
+    """Every row of ``rec`` is ``fill``, with ``sign * i`` in column ``rank`` of row ``i`` (``rank < 0``: none)."""
+    for i in range(rec.shape[0]):
+        for c in range(rec.shape[1]):
+            rec[i, c] = fill[c]
+        if rank >= 0:
+            rec[i, rank] = sign * i
 
 
 # -- maxabs scaling of a chunk of rows (``partial_fit``): O(nnz) --------------------------------------

@@ -83,20 +83,15 @@ class AdaptiveTruncation(SampleStreamLearner):
         if self.step == "dual-averaging":
             counts = np.zeros(7, dtype=np.int64)
             counts[4] = -1                                 # no floor item yet
-            rec = records(p, len(ARDA_COLUMNS))
-            rec[:, ARDA_COLUMNS.index("h")] = self.delta
-            rec[:, ARDA_COLUMNS.index("mpos")] = -1
-            rec[:, ARDA_COLUMNS.index("hpos")] = -1
-            rec[:, ARDA_COLUMNS.index("rank")] = np.arange(p)
+            fill = dict.fromkeys(ARDA_COLUMNS, 0.0) | {"h": self.delta, "mpos": -1.0, "hpos": -1.0}
+            rec = records(p, list(fill.values()), rank=ARDA_COLUMNS.index("rank"))
             return StreamState(rec=rec, members=members, heap=np.zeros(self._buffer_capacity(), dtype=np.int64),
                                cand=np.zeros(p, dtype=np.int64), bound=np.array([0.0, 0.0, -1.0, 0.0]), counts=counts,
                                params=params)
-        rec = records(p, len(AMD_COLUMNS))
-        rec[:, AMD_COLUMNS.index("h")] = self.delta
-        rec[:, AMD_COLUMNS.index("mpos")] = -1
+        rec = records(p, list((dict.fromkeys(AMD_COLUMNS, 0.0) | {"h": self.delta, "mpos": -1.0}).values()))
         return StreamState(rec=rec, members=members, kept=np.zeros((5, self.budget)),    # w, sq, H, score, touched
-                           ranks=np.arange(p, dtype=np.int64), cand=np.zeros(p, dtype=np.int64), scores=np.zeros(p), counts=np.zeros(4, dtype=np.int64),
-                           params=params)
+                           ranks=np.arange(p, dtype=np.int64), cand=np.zeros(p, dtype=np.int64), scores=np.zeros(p),
+                           counts=np.zeros(4, dtype=np.int64), params=params)
 
     def _kernel(self, s):
         if self.step == "dual-averaging":
