@@ -13,10 +13,6 @@ needs (the kept set), never a dense ``d``-vector:
 * the CSR arrays are the caller's, int32 or int64 (numba compiles a loop for each), never copied;
 * above ``PREFETCH_BYTES`` of records, a loop prefetches the next row's records while it reads this
   row's (``next_row``, ``prefetch``): at d = 10^6 a record is out of L2 and would be waited for;
-* compiled with numba's ``error_model="numpy"``: a division by zero gives inf or nan instead of a
-  branch that raises (no loop divides by zero: every divisor is a positive parameter or ``H >= delta``);
-  at d = 2e4 a row of B-ARDA, which divides for every non-zero, took 1.05 us with the branches, 0.74 us
-  without (2 shared cores, noisy);
 * global rescalings (``(1 - lambda eta) w``, the L2-ball projection) are a scalar that multiplies
   the stored vector;
 * l1 shrinkage of coordinates a row does not touch is applied lazily, in closed form, the next time
@@ -57,7 +53,7 @@ def _make_jit():
         import numba
     except ImportError:  # pragma: no cover - numba is a declared dependency
         return lambda f: f, False
-    return numba.njit(cache=True, nogil=True, error_model="numpy"), True
+    return numba.njit(cache=True, nogil=True), True
 
 
 jit, COMPILED = _make_jit()
