@@ -11,8 +11,9 @@ every budget of the profile, the l1 family (whose cost does not depend on the bu
 Right before each pass, scikit-learn's ``SGDClassifier(penalty="l1", max_iter=1, tol=None,
 shuffle=False, fit_intercept=False)`` with the same loss makes its one-epoch ``partial_fit`` over
 the same CSR data, so machine noise hits both; rates are samples per second of the best of the
-repeats, and the ratio is to scikit-learn's rate measured next to it. Goals: B-AMD, OFS and SOFS
->= 0.25x scikit-learn's rate, B-ARDA >= 50000 samples/s.
+repeats, and the ratio is to scikit-learn's rate measured next to it. Goal: B-ARDA, B-AMD, OFS and SOFS
+at >= 1x scikit-learn's rate (at B = 100, in both profiles: d = 2e4 and d = 10^6); on 2 shared cores a
+ratio moves by 10-30% from run to run, so a profile is run at least twice.
 
 ``--profile wide``: d = 10^6 features, 10^6 rows of 100 non-zeros (the CSR is 1.2 GB: float64 values,
 int32 indices, made in chunks in memory), budget 100. SFSA and TSGD, whose mini-batch steps cost O(d),
@@ -55,7 +56,7 @@ PROFILES = {
 L1_FAMILY = ("l1-arda", "ada-fobos", "opg", "rda")
 MARGIN_LOSS = ("ofs", "sofs")                    # their default (and the published) loss: the hinge
 # goal per learner: ("rate", samples/s) or ("ratio", x scikit-learn)
-GOALS = {"b-arda": ("rate", 50000.0), "b-amd": ("ratio", 0.25), "ofs": ("ratio", 0.25), "sofs": ("ratio", 0.25)}
+GOALS = {"b-arda": ("ratio", 1.0), "b-amd": ("ratio", 1.0), "ofs": ("ratio", 1.0), "sofs": ("ratio", 1.0)}
 
 
 def sparse_stream(n, d, nnz, informative, seed, chunk=100000):

@@ -83,25 +83,20 @@ class AdaptiveTruncation(SampleStreamLearner):
         if self.step == "dual-averaging":
             counts = np.zeros(7, dtype=np.int64)
             counts[4] = -1                                 # no floor item yet
-            rec = records(p, len(ARDA_COLUMNS))
-            rec[:, ARDA_COLUMNS.index("h")] = self.delta
-            rec[:, ARDA_COLUMNS.index("mpos")] = -1
-            rec[:, ARDA_COLUMNS.index("hpos")] = -1
-            rec[:, ARDA_COLUMNS.index("rank")] = np.arange(p)
+            fill = dict.fromkeys(ARDA_COLUMNS, 0.0) | {"h": self.delta, "mpos": -1.0, "hpos": -1.0}
+            rec = records(p, list(fill.values()), rank=ARDA_COLUMNS.index("rank"))
             return StreamState(rec=rec, members=members, heap=np.zeros(self._buffer_capacity(), dtype=np.int64),
                                cand=np.zeros(p, dtype=np.int64), bound=np.array([0.0, 0.0, -1.0, 0.0]), counts=counts,
                                params=params)
-        rec = records(p, len(AMD_COLUMNS))
-        rec[:, AMD_COLUMNS.index("h")] = self.delta
-        rec[:, AMD_COLUMNS.index("mpos")] = -1
-        return StreamState(rec=rec, members=members, ranks=np.arange(p, dtype=np.int64),
-                           cand=np.zeros(p, dtype=np.int64), scores=np.zeros(p), counts=np.zeros(4, dtype=np.int64),
-                           params=params)
+        rec = records(p, list((dict.fromkeys(AMD_COLUMNS, 0.0) | {"h": self.delta, "mpos": -1.0}).values()))
+        return StreamState(rec=rec, members=members, kept=np.zeros((5, self.budget)),    # w, sq, H, score, touched
+                           ranks=np.arange(p, dtype=np.int64), cand=np.zeros(p, dtype=np.int64), scores=np.zeros(p),
+                           counts=np.zeros(4, dtype=np.int64), params=params)
 
     def _kernel(self, s):
         if self.step == "dual-averaging":
             return K.barda_rows, (s.rec, s.members, s.heap, s.cand, s.bound, s.counts, s.params)
-        return K.bamd_rows, (s.rec, s.members, s.cand, s.scores, s.ranks, s.counts, s.params)
+        return K.bamd_rows, (s.rec, s.members, s.kept, s.cand, s.scores, s.ranks, s.counts, s.params)
 
     def _buffer_capacity(self):
         """B-ARDA's buffer of candidates (``_stream_kernels.barda_rows``): ``2 max(B, BUFFER)``."""
@@ -109,14 +104,12 @@ class AdaptiveTruncation(SampleStreamLearner):
 
     def _kept(self, s):
         kept = s.members[:s.counts[1]]
-        if self.step == "mirror-descent":
-            return kept, s.rec[kept, 0]
+        if self.step == "mirror-descent":                 # the kept set's weights: _stream_kernels.bamd_rows
+            return kept, s.kept[0, :s.counts[1]].copy()
         sg, h = s.rec[kept, ARDA_COLUMNS.index("sg")], s.rec[kept, ARDA_COLUMNS.index("h")]
         return kept, -self.eta * sg / (self.lam * self.eta * s.counts[0] + h)
 
     def _weights(self, s):
-        if self.step == "mirror-descent":
-            return s.rec[:, 0].copy()
         w = np.zeros(s.rec.shape[0])
         kept, values = self._kept(s)
         w[kept] = values

@@ -44,9 +44,7 @@ class OFS(SampleStreamLearner):
 
 
     def _new_state(self, p, code):
-        rec = records(p, 4)                               # v, hkey, hpos, rank: _stream_kernels.ofs_rows
-        rec[:, 2] = -1
-        rec[:, 3] = -np.arange(p)
+        rec = records(p, [0.0, 0.0, -1.0, 0.0], rank=3, sign=-1.0)   # v, hkey, hpos, rank: _stream_kernels.ofs_rows
         return StreamState(rec=rec, scale=np.array([1.0, 0.0]), heap=np.zeros(self.budget, dtype=np.int64),
                            counts=np.zeros(4, dtype=np.int64),
                            params=np.array([self.eta, self.lam, self.budget, code], dtype=float))
@@ -89,10 +87,7 @@ class SOFS(SampleStreamLearner):
     def _new_state(self, p, code):
         kept = np.arange(self.budget, dtype=np.int64)
         heap = np.zeros(self.budget, dtype=np.int64)
-        rec = records(p, 4)                               # mu, sigma, hpos, rank: _stream_kernels.sofs_rows
-        rec[:, 1] = 1.0
-        rec[:, 2] = -1
-        rec[:, 3] = -np.arange(p)
+        rec = records(p, [0.0, 1.0, -1.0, 0.0], rank=3, sign=-1.0)   # mu, sigma, hpos, rank: _stream_kernels.sofs_rows
         # all variances are 1 at the start: the heap of kept features has the largest index on top
         heap[:] = kept[::-1]
         rec[heap, 2] = np.arange(self.budget)

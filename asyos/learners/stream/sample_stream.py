@@ -549,12 +549,24 @@ class SampleStreamLearner(BudgetedSelector):
         return 1.0 - int(self._state.counts[-1]) / max(int(self._state.counts[0]), 1)
 
 
-def records(n, width):
-    """A zeroed ``(n, width)`` float64 array whose rows start on 64-byte boundaries (a cache line):
-    the per-coordinate records of a row loop, so that a record never straddles two lines."""
-    buffer = np.zeros(n * width + 8)
+def records(n, fill, rank=None, sign=1.0):
+    """An ``(n, len(fill))`` float64 array whose rows start on 64-byte boundaries (a cache line): the
+    per-coordinate records of a row loop, so that a record never straddles two lines. Every record is
+    ``fill``, with ``sign * i`` in column ``rank`` of record ``i`` when ``rank`` is given. Written in one
+    sequential pass (``K.fill_records``): at d = 10^6 the column-by-column assignments took 18-40 ms of
+    a ``partial_fit`` (one strided pass per column)."""
+    width = len(fill)
+    buffer = np.empty(n * width + 8)
     skip = (-buffer.ctypes.data % 64) // 8
-    return buffer[skip:skip + n * width].reshape(n, width)
+    rec = buffer[skip:skip + n * width].reshape(n, width)
+    fill = np.asarray(fill, dtype=float)
+    if K.COMPILED:
+        K.fill_records(rec, fill, -1 if rank is None else rank, float(sign))
+    else:
+        rec[:] = fill
+        if rank is not None:
+            rec[:, rank] = sign * np.arange(n)
+    return rec
 
 
 class StreamState:
