@@ -265,3 +265,31 @@ def test_a_scaled_shard_centres_and_scales_every_column(rng):
         R = np.array([plain.column(j).copy() for j in range(6)]).T
         np.testing.assert_allclose(R, X / np.sqrt((X ** 2).mean(0)), atol=1e-12)
     assert isinstance(FeatureShard(sp.csr_matrix(X), standardize=True).XT, sp.csr_matrix)   # stays sparse
+
+
+def test_a_malformed_sparse_matrix_is_refused_before_any_compiled_code(tmp_path):
+    """An index beyond the shape or decreasing pointers: InputError from the API and exit 2 from the
+    CLI (a column index beyond the shape crashed the OS step with a segmentation fault)."""
+    import subprocess
+    import sys
+
+    import scipy.sparse as sp
+
+    from asyos import BudgetedARDA, OnlineSubstitution
+    from asyos.errors import InputError
+    from tests.conftest import REPO
+    beyond = sp.csr_matrix((np.ones(3), np.array([0, 5, 1]), np.array([0, 2, 3])), shape=(2, 3))
+    backwards = sp.csr_matrix((np.ones(3), np.array([0, 1, 2]), np.array([0, 2, 1])), shape=(2, 3))
+    for X, message in ((beyond, "indices must be < 3"), (backwards, "non-decreasing")):
+        for estimator in (OnlineSubstitution(budget=1), BudgetedARDA(budget=1)):
+            with pytest.raises(InputError, match=f"not a valid CSR matrix: .*{message}"):
+                estimator.fit(X, np.array([1.0, 2.0]))
+    G = sp.random(50, 20, density=0.3, format="csr", random_state=0)
+    G.indices[3] = 40
+    np.savez(tmp_path / "X.npz", data=G.data, indices=G.indices, indptr=G.indptr, shape=np.array(G.shape),
+             format=np.array(b"csr"))
+    np.save(tmp_path / "y.npy", np.arange(50.0))
+    run = subprocess.run([sys.executable, "-m", "asyos.run", "--data", str(tmp_path), "--budget", "2"],
+                         capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert run.returncode == 2 and run.stderr.strip().count("\n") == 0
+    assert "is not a valid CSR matrix: indices must be < 20" in run.stderr

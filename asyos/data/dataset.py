@@ -43,9 +43,21 @@ class Dataset:
         return np.flatnonzero(self.true_coef)
 
 
+def check_sparse_structure(X, where: str) -> None:
+    """``InputError`` when a CSR/CSC matrix's arrays do not describe its shape (an index beyond it,
+    pointers that decrease or do not match the arrays): scipy's full check, O(nnz), before any
+    compiled code indexes with them (a column index beyond the shape crashed the OS step)."""
+    if sp.issparse(X) and X.format in ("csr", "csc"):
+        try:
+            X.check_format(full_check=True)
+        except ValueError as exc:
+            raise InputError(f"{where} is not a valid {X.format.upper()} matrix: {exc}") from None
+
+
 def as_float_matrix(X, where: str):
     """``X`` as float64 (dense C/F array or CSR), with a clear error for bad shapes or values."""
     if sp.issparse(X):
+        check_sparse_structure(X, where)
         X = sp.csr_matrix(X, dtype=np.float64)
         X.sum_duplicates()
         values = X.data

@@ -35,6 +35,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ..data.columnar import is_column_matrix
+from ..data.dataset import check_sparse_structure
 from ..errors import InputError
 from ..losses import get_loss
 
@@ -129,7 +130,9 @@ class Estimator(BaseEstimator):
     # -- data -------------------------------------------------------------------------------------
     def _check_data(self, X, y="no_validation", reset=True, accept_sparse=("csr", "csc")):
         """scikit-learn's validation (messages, ``n_features_in_``, ``feature_names_in_``), float64;
-        its ``ValueError`` is raised as ``InputError`` (a ``ValueError``: the CLI prints it as one line)."""
+        its ``ValueError`` is raised as ``InputError`` (a ``ValueError``: the CLI prints it as one line).
+        A sparse ``X``'s structure is checked first (``check_sparse_structure``)."""
+        check_sparse_structure(X, "X")
         try:
             if isinstance(y, str) and y == "no_validation":
                 return validate_data(self, X, accept_sparse=accept_sparse, dtype=np.float64, reset=reset)
