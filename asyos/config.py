@@ -175,6 +175,9 @@ class RunConfig:
 
     def validated(self) -> "RunConfig":
         """Checks that need no data; raise ``InputError`` naming the bad setting."""
+        for name, value in vars(self).items():          # inf or nan passed every range check below
+            if isinstance(value, float) and not math.isfinite(value):
+                raise InputError(f"--{name.replace('_', '-')} must be a finite number; got {value}")
         from .registry import get_algorithm
         from .losses import get_loss
         from .data.sharding import SHARDING_SCHEMES
@@ -328,6 +331,10 @@ def load_toml(path: str) -> dict:
     table = raw.get("run", raw)
     if not isinstance(table, dict):
         raise InputError(f"{path}: [run] must be a table")
+    others = sorted(key for key in raw if key != "run") if "run" in raw else []
+    if others:                            # they would be ignored: settings go in one place
+        raise InputError(f"{path}: {', '.join(others)} outside [run]; put every setting in [run] or every one "
+                         f"at the top level")
     out = {}
     for key, value in table.items():
         if isinstance(value, dict):

@@ -67,3 +67,19 @@ def test_data_flags_that_do_not_fit():
     with pytest.raises(InputError, match="--budget is required with --data"):
         import numpy as np
         resolve_problem(RunConfig(data="x"), type("S", (), {"n_features": 5, "name": "x"})(), np.zeros(3))
+
+
+@pytest.mark.parametrize("flag", ["--step-divisor", "--watchdog-timeout", "--noise", "--slack"])
+@pytest.mark.parametrize("value", ["inf", "nan"])
+def test_non_finite_numbers_are_refused(flag, value):
+    with pytest.raises(InputError, match=f"{flag} must be a finite number"):
+        build_config({}, {flag[2:].replace("-", "_"): float(value)})
+
+
+@pytest.mark.parametrize("text, name", [("budget = 5\n[run]\npasses = 2\n", "budget"),
+                                        ("[run]\npasses = 2\n[extra]\nx = 1\n", "extra")])
+def test_settings_outside_the_run_table_are_refused_not_ignored(tmp_path, text, name):
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=f"{name} outside \\[run\\]"):
+        load_toml(str(path))

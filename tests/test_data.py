@@ -293,3 +293,15 @@ def test_a_malformed_sparse_matrix_is_refused_before_any_compiled_code(tmp_path)
                          capture_output=True, text=True, timeout=120, cwd=REPO)
     assert run.returncode == 2 and run.stderr.strip().count("\n") == 0
     assert "is not a valid CSR matrix: indices must be < 20" in run.stderr
+
+
+def test_complex_values_in_an_npz_are_refused(tmp_path):
+    from asyos.data.io import open_source
+    from asyos.errors import InputError
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "c.npz", X=rng.normal(size=(20, 5)) + 1j, y=np.arange(20.0))
+    source = open_source(str(tmp_path / "c.npz"))
+    with pytest.raises(InputError, match="must hold real numbers; got dtype complex128"):
+        source.load()
+    with pytest.raises(InputError, match="real-valued"):
+        next(source.iter_rows(0, 20, 5))

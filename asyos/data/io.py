@@ -110,6 +110,8 @@ class _NpyMember:
                 raise InputError(f"{self.archive}: {self.key} must be 2-D; got shape {shape}")
             if dtype.hasobject:
                 raise InputError(f"{self.archive}: {self.key} holds Python objects, not numbers")
+            if dtype.kind not in "fiub":          # complex: the imaginary part would be dropped silently
+                raise InputError(f"{self.archive}: {self.key} must hold real numbers; got dtype {dtype}")
             n, p = shape
             cols = np.arange(p) if columns is None else np.asarray(columns, dtype=np.intp)
             if fortran:  # columns are contiguous: read whole, keep columns (rare for our files)
@@ -133,8 +135,9 @@ class _NpyMember:
         rows, as float64; the rows before ``start`` are skipped in the stream, never held."""
         zf, stream, shape, fortran, dtype = self._open()
         try:
-            if len(shape) not in (1, 2) or dtype.hasobject:
-                raise InputError(f"{self.archive}: {self.key} must be a numeric vector or matrix; got shape {shape}")
+            if len(shape) not in (1, 2) or dtype.hasobject or dtype.kind not in "fiub":
+                raise InputError(f"{self.archive}: {self.key} must be a real-valued vector or matrix; got shape "
+                                 f"{shape}, dtype {dtype}")
             if fortran and len(shape) == 2:
                 raise InputError(f"{self.archive}: {self.key} is stored column-major; rows cannot be streamed "
                                  f"(save it with np.ascontiguousarray)")
