@@ -43,7 +43,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from asyos.benchmarking.common import Run, choose_profile, mpiexec_path, parser, plot, print_table
+from asyos.benchmarking.common import Run, choose_profile, mpiexec_path, parser, plot, print_table, run_asyos
 
 PROFILES = {
     "paper": {"ps": [10_000, 100_000, 1_000_000], "n": 1000, "k": 10, "density": 0.05, "ranks": [3, 5],
@@ -102,24 +102,6 @@ def write_sparse(path, n, p, k, density, seed, block=8192):
     sp.save_npz(os.path.join(path, "X.npz"), X, compressed=False)
     np.save(os.path.join(path, "y.npy"), u + 0.5 * rng.standard_normal(n))
     return support
-
-
-def run_asyos(path, k, ranks, timeout):
-    """``(record, wall seconds)`` of ``[mpiexec -n ranks] python -m asyos.run --data path --budget k``."""
-    out = tempfile.mkdtemp(prefix="asyos-scale-")
-    cmd = [sys.executable, "-m", "asyos.run", "--data", path, "--budget", str(k), "--output", out, "--quiet"]
-    if ranks:
-        cmd = [mpiexec_path(), "-n", str(ranks), *cmd]
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    seconds = time.perf_counter() - start
-    try:
-        if proc.returncode != 0:
-            raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
-        with open(os.path.join(out, "results.json")) as fh:
-            return json.load(fh), seconds
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
 
 
 PEER = textwrap.dedent("""
@@ -225,7 +207,7 @@ def main():
                 made_s = time.perf_counter() - t0
                 file_bytes = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
                 for ranks in [None, *profile["ranks"]]:
-                    record, seconds = run_asyos(path, k, ranks, profile["timeout"])
+                    record, seconds = run_asyos(["--data", path, "--budget", k], ranks, profile["timeout"])
                     workers = record.get("workers", [])
                     unit = {"p": p, "kind": kind, "n": n, "method": "os" if ranks is None else f"asy-os -n {ranks}",
                             "file_bytes": file_bytes, "made_s": made_s, "seconds": seconds,
