@@ -90,6 +90,9 @@ class RunConfig:
     # output
     output: Optional[str] = None
     quiet: bool = False
+    # checkpoints (asyos.resume): seconds between saves (None: DEFAULT_EVERY_S with --output; 0: on stop only)
+    checkpoint_every: Optional[float] = None
+    resume: bool = False                    # set by --resume DIR (the run's settings come from DIR)
 
     # -- derived ------------------------------------------------------------------------------
     @property
@@ -212,6 +215,10 @@ class RunConfig:
         _require(self.decrease_constant is None or self.variant == "kdd16",
                  "--decrease-constant is KDD'16's c (--variant kdd16); the exchange variant keeps a substitution "
                  "only if the loss falls")
+        _require(self.checkpoint_every is None or self.checkpoint_every >= 0,
+                 f"--checkpoint-every must be >= 0 seconds; got {self.checkpoint_every}")
+        _require(self.checkpoint_every is None or self.output is not None,
+                 "--checkpoint-every needs --output (the checkpoint is written there)")
         _require(self.watchdog_timeout > 0, f"--watchdog-timeout must be > 0; got {self.watchdog_timeout}")
         _require(self.setup_timeout > 0, f"--setup-timeout must be > 0; got {self.setup_timeout}")
         _require(self.staleness_policy in POLICIES,
@@ -344,6 +351,8 @@ def load_toml(path: str) -> dict:
         name = key.replace("-", "_")
         if name == "passes" and value == "auto":
             continue                      # the default
+        if name == "resume":
+            raise InputError(f"{path}: resume is the --resume DIR flag, not a setting")
         if name not in FIELD_TYPES:
             known = ", ".join(sorted(FIELD_TYPES))
             raise InputError(f"{path}: unknown setting {key!r} (known: {known})")

@@ -18,6 +18,7 @@ import atexit
 import sys
 import traceback
 
+from .checkpoint import RunInterrupted
 from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, InputError
 
 
@@ -158,6 +159,11 @@ def make_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("output")
     g.add_argument("--output", help="directory for results.json and selection_log.csv")
     g.add_argument("--quiet", action="store_true", help="no summary on stdout")
+    g.add_argument("--checkpoint-every", type=float, metavar="SECONDS",
+                   help="with --output: save the run's state to DIR/checkpoint.pkl every SECONDS (default 60; "
+                        "0: only when stopped by SIGTERM or Ctrl-C, which save and exit 143 / 130)")
+    g.add_argument("--resume", metavar="DIR", help="continue the stopped run whose --output was DIR, with its "
+                                                   "settings (DIR/run_config.json) from its last checkpoint")
     return p
 
 
@@ -167,6 +173,12 @@ def parse_config(argv):
     if args.pop("list_algorithms", False):
         return None
     config_path = args.pop("config", None)
+    resume_dir = args.pop("resume", None)
+    if resume_dir is not None:
+        from .resume import resume_settings
+        if config_path:
+            raise InputError("--resume continues a run with its own settings; it does not take --config")
+        return build_config(resume_settings(resume_dir, args), {})
     file_settings = load_toml(config_path) if config_path else {}
     return build_config(file_settings, args)
 
@@ -194,10 +206,17 @@ def main(argv=None) -> int:
     if supervisor.should_supervise():           # before numpy and MPI are loaded
         return supervisor.supervise()
     atexit.register(supervisor.mark_finished)   # registered before mpi4py: runs after MPI_Finalize
+    from .checkpoint import StopSignals
     if _env.launched_by_mpi():
         import signal
         signal.signal(signal.SIGINT, _first_interrupt)
-    status = _main(argv)
+    else:                                       # SIGTERM / Ctrl-C: save a checkpoint, then stop (asyos.resume)
+        StopSignals.install()
+    try:
+        status = _main(argv)
+    finally:
+        if not _env.launched_by_mpi():
+            StopSignals.uninstall()
     supervisor.run_ended()
     return status
 
@@ -232,6 +251,10 @@ def _main(argv) -> int:
             raise
         _abort(comm, rank, f"exited with status {exc.code} before the run finished", EXIT_INTERNAL)
         raise
+    except RunInterrupted as exc:               # a stop request, the state saved (asyos.checkpoint)
+        from .resume import report_interrupted
+        report_interrupted(config, exc)
+        return exc.exit_status
     except KeyboardInterrupt:
         if comm is not None:
             _interrupted(comm, rank)
