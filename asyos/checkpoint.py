@@ -32,6 +32,7 @@ from .errors import InputError
 FORMAT = 1
 CHECKPOINT_FILE = "checkpoint.pkl"
 DEFAULT_EVERY_S = 60.0
+REPEAT_S = 1.0          # a signal repeated within this time is the same request (StopSignals)
 
 
 class RunInterrupted(Exception):
@@ -86,12 +87,17 @@ class StopSignals:
         cls.requested = None
         cls.polling = 0
 
+    _first_at = 0.0
+
     @classmethod
     def _handle(cls, signum, _frame):
+        now = time.monotonic()
+        if cls.requested == signum and now - cls._first_at < REPEAT_S:
+            return              # the same Ctrl-C twice: from the terminal and forwarded (asyos.distributed.supervisor)
         if cls.polling and cls.requested is None:
-            cls.requested = signum
+            cls.requested, cls._first_at = signum, now
             return
-        cls.requested = signum
+        cls.requested, cls._first_at = signum, now
         raise RunInterrupted(signum)
 
 
@@ -176,6 +182,7 @@ class Checkpointer:
             cloudpickle.dump(header, fh, protocol=pickle.HIGHEST_PROTOCOL)
             _Pickler(fh, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
 
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)    # made at the first save
         write_atomic(self.path, write)
         self.saves += 1
         self._last = time.monotonic()

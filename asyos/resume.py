@@ -59,6 +59,23 @@ def checkpointer_for(config, kind: Optional[str] = None) -> Optional[Checkpointe
     return Checkpointer(path, every if every > 0 else None, identity, resume=config.resume)
 
 
+RANKS_DIR = "checkpoint"
+
+
+def rank_checkpointer(config, rank: int, size: int) -> Optional[Checkpointer]:
+    """Under ``mpiexec``: rank ``rank``'s ``Checkpointer`` (``DIR/checkpoint/rank-K.pkl``), valid
+    for the same settings, data and number of ranks; ``None`` without ``--output``. (The driver
+    drops it for the node-aggregated transport, which is not saved.)"""
+    if not config.output:
+        if config.resume:
+            raise InputError("--resume needs the run's --output directory")
+        return None
+    every = DEFAULT_EVERY_S if config.checkpoint_every is None else config.checkpoint_every
+    identity = {**run_identity(config), "ranks": size}
+    return Checkpointer(os.path.join(config.output, RANKS_DIR, f"rank-{rank}.pkl"), every if every > 0 else None, identity,
+                        resume=config.resume)
+
+
 def takes_checkpoint(estimator) -> bool:
     """Whether ``estimator.fit`` saves and resumes (its ``checkpoint`` argument)."""
     import inspect
@@ -126,32 +143,36 @@ def _finished(directory) -> bool:
 def finished(config) -> None:
     """The run finished and its results are written: its checkpoint is no longer needed."""
     if config is not None and config.output:
+        import shutil
         try:
             os.unlink(checkpoint_path(config))
         except FileNotFoundError:
             pass
+        shutil.rmtree(os.path.join(config.output, RANKS_DIR), ignore_errors=True)
 
 
-def report_interrupted(config, exc: RunInterrupted) -> None:
+def report_interrupted(config, exc: RunInterrupted, launcher: str = "", quiet: bool = False) -> None:
     """One line on stderr and, with ``--output``, ``results.json`` saying the run was stopped,
-    how far it got, and how to continue it."""
+    how far it got, and how to continue it (``launcher``: ``mpiexec -n N `` under MPI)."""
     output = getattr(config, "output", None)
     saved = exc.path is not None and os.path.exists(exc.path)
     done = ", ".join(f"{k} {v}" for k, v in exc.progress.items())
     where = f" after {done}" if done else ""
+    command = f"{launcher}python -m asyos.run --resume {output}"
     if saved:
-        tail = f"; checkpoint {exc.path}; continue with: python -m asyos.run --resume {output}"
+        tail = f"; checkpoint {exc.path}; continue with: {command}"
     elif output:
-        tail = "; nothing to save yet" + (f" (continue with: python -m asyos.run --resume {output})"
+        tail = "; nothing to save yet" + (f" (continue with: {command})"
                                           if os.path.exists(os.path.join(output, CONFIG_FILE)) else "")
     else:
         tail = " (no --output: nothing saved)"
-    print(f"asyos: stopped by {signal_name(exc.signum)}{where}{tail}", file=sys.stderr, flush=True)
+    if not quiet:
+        print(f"asyos: stopped by {signal_name(exc.signum)}{where}{tail}", file=sys.stderr, flush=True)
     if output and os.path.isdir(output):
         from .results import write_json_atomic
         record = {"status": "interrupted", "signal": signal_name(exc.signum), "exit_status": exc.exit_status,
                   "progress": exc.progress, "checkpoint": exc.path if saved else None,
-                  "resume": f"python -m asyos.run --resume {output}", "config": config.as_dict()}
+                  "resume": command, "config": config.as_dict()}
         try:
             write_json_atomic(os.path.join(output, "results.json"), record)
         except OSError:

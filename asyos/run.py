@@ -19,7 +19,7 @@ import sys
 import traceback
 
 from .checkpoint import RunInterrupted
-from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, InputError
+from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, InputError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -207,16 +207,11 @@ def main(argv=None) -> int:
         return supervisor.supervise()
     atexit.register(supervisor.mark_finished)   # registered before mpi4py: runs after MPI_Finalize
     from .checkpoint import StopSignals
-    if _env.launched_by_mpi():
-        import signal
-        signal.signal(signal.SIGINT, _first_interrupt)
-    else:                                       # SIGTERM / Ctrl-C: save a checkpoint, then stop (asyos.resume)
-        StopSignals.install()
+    StopSignals.install()                       # SIGTERM / Ctrl-C: save a checkpoint, then stop (asyos.resume)
     try:
         status = _main(argv)
     finally:
-        if not _env.launched_by_mpi():
-            StopSignals.uninstall()
+        StopSignals.uninstall()
     supervisor.run_ended()
     return status
 
@@ -253,13 +248,12 @@ def _main(argv) -> int:
         raise
     except RunInterrupted as exc:               # a stop request, the state saved (asyos.checkpoint)
         from .resume import report_interrupted
-        report_interrupted(config, exc)
+        if comm is not None and exc.path is None:
+            _interrupted(comm, rank, exc, config)  # outside a loop that saves: end the whole job now
+        if rank == 0:
+            report_interrupted(config, exc, f"mpiexec -n {comm.Get_size()} " if comm is not None else "")
         return exc.exit_status
-    except KeyboardInterrupt:
-        if comm is not None:
-            _interrupted(comm, rank)
-        print("asyos: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+
     except BaseException as exc:  # noqa: BLE001 - anything else is a bug: report, abort the job
         if comm is None:
             raise
@@ -286,29 +280,22 @@ def _benchmark(argv) -> int:
         return EXIT_USAGE
 
 
-_interrupts = [0]
-
-
-def _first_interrupt(_signum, _frame):
-    """Under ``mpiexec`` the same Ctrl-C can reach a rank twice (from the launcher and forwarded by
-    its supervisor): only the first raises ``KeyboardInterrupt``, so the second cannot break into
-    the handling of the first."""
-    _interrupts[0] += 1
-    if _interrupts[0] == 1:
-        raise KeyboardInterrupt
-
-
-def _interrupted(comm, rank):
-    """Ctrl-C under ``mpiexec``: the launcher sends SIGINT to every rank; rank 0 says so once and
-    aborts the job with ``EXIT_INTERRUPTED`` (``MPI_Abort`` passes its code on exactly: ranks
-    leaving on their own made the launcher report 9 or 3, whichever it saw first). The others wait
-    for that; one interrupted alone ends the job itself after ``INTERRUPT_GRACE`` seconds."""
+def _interrupted(comm, rank, exc, config):
+    """A stop under ``mpiexec`` that no loop answered (set-up, the finish, no ``--output``): the
+    launcher signals every rank; rank 0 says so once (and writes what it can) and aborts the job
+    with ``128 + signal`` (``MPI_Abort`` passes its code on exactly: ranks leaving on their own
+    made the launcher report 9 or 3, whichever it saw first). The others wait for that; one
+    stopped alone ends the job itself after ``INTERRUPT_GRACE`` seconds."""
     import time
     from .distributed.transport import abort_job
+    from .resume import report_interrupted
     if rank != 0:
         time.sleep(INTERRUPT_GRACE)
-    abort_job(comm, EXIT_INTERRUPTED, "asyos: interrupted; ending the job" if rank == 0
-              else f"asyos: rank {rank} interrupted; ending the job")
+    elif config is not None:
+        report_interrupted(config, exc, f"mpiexec -n {comm.Get_size()} ", quiet=True)
+    from .checkpoint import signal_name
+    abort_job(comm, exc.exit_status, f"asyos: stopped by {signal_name(exc.signum)}; ending the job" if rank == 0
+              else f"asyos: rank {rank} stopped by {signal_name(exc.signum)}; ending the job")
 
 
 INTERRUPT_GRACE = 3.0

@@ -180,13 +180,11 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
             sim, lipschitz = saved["simulation"], saved["lipschitz"]
             workers, central, threshold, trace = sim.workers, sim.central, sim.threshold, sim.central.monitor
         if self.transport is None:
-            between = None
-            if checkpoint is not None:
-                shards = {f"shard{w}": worker.shard for w, worker in enumerate(workers)}
-
-                def between(simulation):
-                    checkpoint.poll(CHECKPOINT_KIND, lambda: {"simulation": simulation, "lipschitz": lipschitz},
-                                    simulation.progress, externals=shards)
+            shards = {f"shard{w}": worker.shard for w, worker in enumerate(workers)}
+            between = None if checkpoint is None else (
+                lambda simulation: checkpoint.poll(CHECKPOINT_KIND, lambda: {"simulation": simulation,
+                                                                             "lipschitz": lipschitz},
+                                                   simulation.progress, shards))
             with checkpoint.watching() if between is not None else _nothing():
                 report = simulate(workers, central, tau, self.policy, self.schedule, seed=self.random_state,
                                   threshold=threshold, between=between,

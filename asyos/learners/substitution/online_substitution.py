@@ -301,13 +301,9 @@ class OnlineSubstitution(BudgetedSelector):
         else:
             worker, central, lipschitz = saved["worker"], saved["central"], saved["lipschitz"]
             trace = central.monitor
-        between = None
-        if checkpoint is not None:
-            state = {"worker": worker, "central": central, "lipschitz": lipschitz}
-
-            def between():
-                checkpoint.poll(CHECKPOINT_KIND, lambda: state, lambda: worker.progress(),
-                                externals={"shard": shard})
+        state = {"worker": worker, "central": central, "lipschitz": lipschitz}
+        between = None if checkpoint is None else \
+            (lambda: checkpoint.poll(CHECKPOINT_KIND, lambda: state, worker.progress, {"shard": shard}))
         with checkpoint.watching() if checkpoint is not None else _nothing():
             run_loopback(worker, central, between=between)
         self._finish_trace(trace, central)
