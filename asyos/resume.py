@@ -33,17 +33,30 @@ def checkpoint_path(config) -> str:
 def run_identity(config) -> dict:
     """What a checkpoint is valid for: every setting that shapes the run, and each data file's
     resolved path, size and modification time (a file rewritten in place is another problem)."""
-    settings = {k: v for k, v in config.as_dict().items() if k not in NOT_IDENTITY}
+    settings = {k: v for k, v in config.as_dict().items() if k not in NOT_IDENTITY + ("data", "test_data")}
     identity = {"settings": settings}
     for name in ("data", "test_data"):
         path = getattr(config, name)
-        if path is not None and path != "-":
+        if path == "-":
+            identity[name] = path
+        elif path is not None:
+            identity[name] = [os.path.realpath(path)]
             try:
                 st = os.stat(path)
             except OSError:
                 continue                    # the loader says what is wrong with it
-            identity[name] = [os.path.realpath(path), st.st_size, st.st_mtime_ns]
+            identity[name] += [st.st_size, st.st_mtime_ns] if not os.path.isdir(path) else _files_of(path)
     return identity
+
+
+def _files_of(directory) -> list:
+    """``[name, size, mtime]`` of each file of a data directory (a file replaced in it counts)."""
+    out = []
+    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+        if entry.is_file():
+            st = entry.stat()
+            out.append([entry.name, st.st_size, st.st_mtime_ns])
+    return out
 
 
 def checkpointer_for(config, kind: Optional[str] = None) -> Optional[Checkpointer]:
@@ -101,7 +114,11 @@ def save_run_config(config) -> None:
     if not config.output or config.resume:
         return
     from .results import write_json_atomic
-    write_json_atomic(os.path.join(config.output, CONFIG_FILE), config.as_dict())
+    settings = config.as_dict()
+    for name in ("data", "test_data", "costs"):       # --resume may run from another directory
+        if settings.get(name) not in (None, "-"):
+            settings[name] = os.path.abspath(settings[name])
+    write_json_atomic(os.path.join(config.output, CONFIG_FILE), settings)
 
 
 def resume_settings(directory: str, flags: dict) -> dict:

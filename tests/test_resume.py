@@ -245,3 +245,15 @@ def test_a_checkpoint_of_changed_data_is_refused(tmp_path):
     os.utime(data, ns=(0, 0))
     after = run_identity(RunConfig(data=str(data)))
     assert before["data"][2] != after["data"][2] and before["settings"] == after["settings"]
+
+
+def test_the_saved_settings_name_the_data_by_absolute_path(tmp_path, monkeypatch):
+    from asyos.config import RunConfig
+    from asyos.resume import resume_settings, save_run_config
+    monkeypatch.chdir(tmp_path)
+    np.savez(tmp_path / "d.npz", X=np.ones((5, 3)), y=np.ones(5))
+    save_run_config(RunConfig(data="d.npz", output=str(tmp_path / "out")) if os.makedirs(tmp_path / "out") is None
+                    else None)
+    monkeypatch.chdir("/")
+    settings = resume_settings(str(tmp_path / "out"), {"quiet": True})
+    assert settings["data"] == str(tmp_path / "d.npz") and settings["resume"] and settings["quiet"]
