@@ -191,9 +191,10 @@ def stop_when_saved(args, directory, sig=signal.SIGTERM, timeout=60):
     return proc.returncode, err
 
 
-@pytest.mark.parametrize("extra", [[], ["--simulate", "--workers", "3"]], ids=["os", "simulator"])
+@pytest.mark.parametrize("extra", [["--n-features", "6000"], ["--n-features", "3000", "--simulate", "--workers", "3"]],
+                         ids=["os", "simulator"])
 def test_sigterm_saves_and_resume_finishes_as_the_uninterrupted_run(tmp_path, extra):
-    args = ["--n-features", "6000", "--n-informative", "40", "--seed", "3", *extra]
+    args = ["--n-informative", "40", "--seed", "3", *extra]
     stopped, whole = str(tmp_path / "stopped"), str(tmp_path / "whole")
     rc, err = stop_when_saved([*args, "--output", stopped, "--checkpoint-every", "0.2"], stopped)
     assert rc == 143, err
@@ -221,6 +222,13 @@ def test_sigint_exits_130(tmp_path):
     assert rc == 130 and err.strip().startswith("asyos: stopped by SIGINT"), err
 
 
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    run = str(tmp_path_factory.mktemp("finished") / "run")
+    assert cli("--n-features", "200", "--n-informative", "5", "--output", run, "--quiet").returncode == 0
+    return run
+
+
 @pytest.mark.parametrize("args, message", [
     (["--resume", "{tmp}/nothing"], "not a directory"),
     (["--resume", "{tmp}"], "no run_config.json there"),
@@ -229,10 +237,8 @@ def test_sigint_exits_130(tmp_path):
     (["--checkpoint-every", "5"], "--checkpoint-every needs --output"),
     (["--checkpoint-every", "-1", "--output", "{tmp}/o"], "--checkpoint-every must be >= 0"),
 ])
-def test_resume_refusals(tmp_path, args, message):
-    run = str(tmp_path / "run")
-    assert cli("--n-features", "200", "--n-informative", "5", "--output", run, "--quiet").returncode == 0
-    proc = cli(*[a.format(tmp=tmp_path, run=run) for a in args])
+def test_resume_refusals(tmp_path, finished_run, args, message):
+    proc = cli(*[a.format(tmp=tmp_path, run=finished_run) for a in args])
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
 
 
