@@ -19,6 +19,15 @@ and solves the final problem accurately as the reference, so the printed summary
 time next to retraining's and how far each is from the optimum. ``--output DIR`` writes
 ``results.json``, ``path.csv`` (theta and every coefficient along the path) and ``path.png`` (the
 path, like the paper's App. C figures; needs matplotlib).
+
+**Checkpoints** (``--output DIR``, ``asyos.resume``): the run has five phases, each one solver call
+(the initial fit, the change along the path, the reference solve, the cold and the warm retrain).
+After each, when ``--checkpoint-every`` seconds have passed, the model (without its standardized
+columns, which are data: they are rebuilt from ``X`` on resume, by the same computations, and
+checked against a SHA-256 of the saved run's) and the results of the phases done are saved. A
+SIGTERM/SIGINT stops the phase under way at once (the path is not saved inside a phase), and
+``--resume DIR`` skips the phases saved: the results are the uninterrupted run's, bit for bit, the
+``seconds`` of a phase done before the stop included.
 """
 from __future__ import annotations
 
@@ -30,12 +39,14 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from .checkpoint import RunInterrupted
 from .errors import EXIT_OK, InputError
 
 DEFAULT_BLOCK = "20%"
 HOLD_OUT = 0.3
 SYNTHETIC_DEFAULTS = dict(n_samples=1000, n_features=50, n_informative=10, noise=1.0)
 RETRAIN_TOL = 1e-7
+CHECKPOINT_KIND = "dfls"
 
 
 def parse_block(spec: str, n_units: int, seed: int) -> np.ndarray:
@@ -100,10 +111,12 @@ def _rmse(model, X, y) -> float:
 def run_dfls(config) -> int:
     from .learners.path.dfls import DFLS
     from .results import environment, prepare_output_dir, write_json_atomic
+    from .resume import checkpointer_for, finished, save_run_config
 
     t0 = time.perf_counter()
     if config.output:
         prepare_output_dir(config.output)
+    save_run_config(config)
     if config.add_features is not None and config.remove_features is not None:
         raise InputError("give --add-features or --remove-features, not both")
     direction = "remove" if config.remove_features is not None else "add"
@@ -129,28 +142,71 @@ def run_dfls(config) -> int:
     rest = np.setdiff1d(np.arange(m), block)
     grouped = model.penalty == "group_lasso"
 
+    checkpoint = checkpointer_for(config)
+    saved = checkpoint.take(CHECKPOINT_KIND) if checkpoint is not None else None
+    done = {} if saved is None else saved["phases"]
+
+    def design(changed):
+        """The standardized columns the model holds after ``fit`` (or after the change), rebuilt
+        from ``X`` by the same computations as the run's (``_columns`` of the same blocks)."""
+        if direction == "add":
+            Z = model._columns(X[:, rest], "X")[0]
+            return np.hstack([Z, model._columns(X[:, block], "X_new")[0]]) if changed else Z
+        Z = model._columns(X, "X")[0]
+        return Z[:, rest] if changed else Z
+
+    if saved is not None:
+        model.__dict__.update(saved["model"])
+        model._store_design(design("change" in done))
+        if _digest(model.X_) != saved["design"]:
+            raise InputError(f"checkpoint {checkpoint.path}: the data's columns differ from the saved run's; "
+                             f"rerun without --resume")
+
+    def phase(name, compute):
+        """Run phase ``name`` unless the resumed run did; then save if it is time. Phases run with
+        stop requests answered at once (a phase is one solver call): a stop resumes from the last
+        phase saved."""
+        if name not in done:
+            try:
+                done[name] = compute()
+            except RunInterrupted as exc:
+                kept = checkpoint is not None and os.path.exists(checkpoint.path)
+                raise RunInterrupted(exc.signum, checkpoint.path if kept else None,
+                                     {"phases done": ", ".join(done) or "none"}) from None
+            if checkpoint is not None:
+                checkpoint.poll(CHECKPOINT_KIND, capture, lambda: {"phases done": ", ".join(done)})
+        return done[name]
+
+    def capture():
+        return {"phases": done, "model": {k: v for k, v in model.__dict__.items() if k != "_design"},
+                "design": _digest(model.X_)}
+
     if direction == "add":
-        model.set_params(groups=labels[rest] if grouped else None).fit(X[:, rest], y)
-        start = model.w_.copy()
-        model.add_features(X[:, block], groups=labels[block] if grouped else None)
+        start = phase("fit", lambda: model.set_params(groups=labels[rest] if grouped else None).fit(
+            X[:, rest], y).w_.copy())
+        phase("change", lambda: model.add_features(X[:, block], groups=labels[block] if grouped else None).path_)
         final = np.r_[rest, block]                 # the model's columns, in its order
         warm_start = np.r_[start, np.zeros(block.size)]
     else:
-        model.set_params(groups=labels if grouped else None).fit(X, y)
-        start = model.w_.copy()
-        model.remove_features(block)
+        start = phase("fit", lambda: model.set_params(groups=labels if grouped else None).fit(X, y).w_.copy())
+        phase("change", lambda: model.remove_features(block).path_)
         final = rest
         warm_start = start[rest]
     path = model.path_
     t_change = path.seconds
 
-    reference = DFLS(**{**model.get_params(), "groups": labels[final] if grouped else None}).fit(X[:, final], y)
-    cold = model.batch_solve(tol=RETRAIN_TOL)
-    warm = model.batch_solve(w0=warm_start, tol=RETRAIN_TOL)
+    def solve_reference():
+        reference = DFLS(**{**model.get_params(), "groups": labels[final] if grouped else None}).fit(X[:, final], y)
+        return {"w": reference.w_, "kkt_residual": reference.kkt_residual_,
+                "test_rmse": _rmse(reference, X_test[:, final], y_test)}
+
+    reference = phase("reference", solve_reference)
+    cold = phase("retrain cold", lambda: model.batch_solve(tol=RETRAIN_TOL))
+    warm = phase("retrain warm", lambda: model.batch_solve(w0=warm_start, tol=RETRAIN_TOL))
     coef = np.zeros(m)
     coef[final] = model.coef_
     rmse = _rmse(model, X_test[:, final], y_test)
-    rmse_ref = _rmse(reference, X_test[:, final], y_test)
+    rmse_ref = reference["test_rmse"]
     record = {
         "algorithm": "dfls", "direction": direction, "penalty": model.penalty, "alpha": float(model.alpha),
         "exponent": model.exponent_ if model.penalty == "lp" else None, "group_size": size,
@@ -159,8 +215,8 @@ def run_dfls(config) -> int:
                  "kkt_residual_path": path.kkt_residual_path, "phase1_theta": path.phase1_theta,
                  "transitions": path.transitions, "rhs_evaluations": path.n_rhs, "newton_steps": path.n_newton,
                  "fallback": path.fallback, "test_rmse": rmse},
-        "reference": {"test_rmse": rmse_ref, "max_coef_difference": float(np.max(np.abs(model.w_ - reference.w_))),
-                      "kkt_residual": reference.kkt_residual_},
+        "reference": {"test_rmse": rmse_ref, "max_coef_difference": float(np.max(np.abs(model.w_ - reference["w"]))),
+                      "kkt_residual": reference["kkt_residual"]},
         "retrain_cold": _retrain_record(cold, reference),
         "retrain_warm": _retrain_record(warm, reference),
         "coef": coef, "intercept": model.intercept_, "support": np.flatnonzero(coef),
@@ -170,6 +226,7 @@ def run_dfls(config) -> int:
         print(_summary(record), flush=True)
     if config.output:
         write_json_atomic(os.path.join(config.output, "results.json"), record)
+        finished(config)
         thetas, coefs = path.sample()
         names = [f"w{c}" for c in (np.r_[rest, block] if direction == "add" else np.arange(m))]
         with open(os.path.join(config.output, "path.csv"), "w", newline="") as fh:
@@ -186,7 +243,13 @@ def run_dfls(config) -> int:
 def _retrain_record(result, reference) -> dict:
     return {"seconds": result.seconds, "iterations": result.n_iter, "converged": result.converged,
             "kkt_residual": result.kkt_residual,
-            "max_coef_difference": float(np.max(np.abs(result.coef - reference.w_)))}
+            "max_coef_difference": float(np.max(np.abs(result.coef - reference["w"])))}
+
+
+def _digest(Z) -> str:
+    """A checksum of the model's standardized columns (checked when they are rebuilt on resume)."""
+    import hashlib
+    return hashlib.sha256(np.ascontiguousarray(Z).tobytes()).hexdigest()
 
 
 def _summary(r) -> str:
