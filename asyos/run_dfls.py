@@ -20,14 +20,15 @@ time next to retraining's and how far each is from the optimum. ``--output DIR``
 ``results.json``, ``path.csv`` (theta and every coefficient along the path) and ``path.png`` (the
 path, like the paper's App. C figures; needs matplotlib).
 
-**Checkpoints** (``--output DIR``, ``asyos.resume``): the run has five phases, each one solver call
-(the initial fit, the change along the path, the reference solve, the cold and the warm retrain).
-After each, when ``--checkpoint-every`` seconds have passed, the model (without its standardized
-columns, which are data: they are rebuilt from ``X`` on resume, by the same computations, and
-checked against a SHA-256 of the saved run's) and the results of the phases done are saved. A
-SIGTERM/SIGINT stops the phase under way at once (the path is not saved inside a phase), and
-``--resume DIR`` skips the phases saved: the results are the uninterrupted run's, bit for bit, the
-``seconds`` of a phase done before the stop included.
+**Checkpoints** (``--output DIR``, ``asyos.resume``): the run has five phases (the initial fit, the
+change along the path, the reference solve, the cold and the warm retrain). After each, when
+``--checkpoint-every`` seconds have passed, the model (without its standardized columns, which are
+data: they are rebuilt from ``X`` on resume, by the same computations, and checked against a SHA-256
+of the saved run's) and the results of the phases done are saved; the group-lasso retrains (FISTA)
+are also saved between iterations (``batch_solvers.fista``), where a stop request is answered. The
+other phases (and the l_p retrains, scipy's L-BFGS) are one solver call each: SIGTERM/SIGINT stops
+them at once and the run resumes from the last save. ``--resume DIR`` skips what was saved: the
+results are the uninterrupted run's, bit for bit (the ``seconds`` of the phases aside).
 """
 from __future__ import annotations
 
@@ -162,24 +163,46 @@ def run_dfls(config) -> int:
             raise InputError(f"checkpoint {checkpoint.path}: the data's columns differ from the saved run's; "
                              f"rerun without --resume")
 
-    def phase(name, compute):
-        """Run phase ``name`` unless the resumed run did; then save if it is time. Phases run with
-        stop requests answered at once (a phase is one solver call): a stop resumes from the last
-        phase saved."""
+    inside = {} if saved is None or saved.get("inside") is None else dict([saved["inside"]])
+    where = {"inside": None}
+
+    def progress():
+        within = where["inside"]
+        return {"phases done": ", ".join(done) or "none",
+                **({"in": f"{within[0]}, iteration {within[1]['k']}"} if within else {})}
+
+    def between(name):
+        def poll(state):
+            where["inside"] = (name, state)
+            checkpoint.poll(CHECKPOINT_KIND, capture, progress)
+        return poll
+
+    def phase(name, compute, iterations=False):
+        """Run phase ``name`` unless the resumed run did; then save if it is time. A phase of
+        FISTA ``iterations`` (the group-lasso retrains) also saves between iterations, and answers a
+        stop request at the next; the others are one solver call each, stopped at once by a
+        signal, and resume from the last phase saved."""
         if name not in done:
+            polled = iterations and checkpoint is not None and model.penalty == "group_lasso"
             try:
-                done[name] = compute()
+                if polled:
+                    with checkpoint.watching():
+                        done[name] = compute(inside.pop(name, None), between(name))
+                else:
+                    done[name] = compute(None, None) if iterations else compute()
             except RunInterrupted as exc:
+                if exc.path is not None:
+                    raise
                 kept = checkpoint is not None and os.path.exists(checkpoint.path)
-                raise RunInterrupted(exc.signum, checkpoint.path if kept else None,
-                                     {"phases done": ", ".join(done) or "none"}) from None
+                raise RunInterrupted(exc.signum, checkpoint.path if kept else None, progress()) from None
+            where["inside"] = None
             if checkpoint is not None:
-                checkpoint.poll(CHECKPOINT_KIND, capture, lambda: {"phases done": ", ".join(done)})
+                checkpoint.poll(CHECKPOINT_KIND, capture, progress)
         return done[name]
 
     def capture():
         return {"phases": done, "model": {k: v for k, v in model.__dict__.items() if k != "_design"},
-                "design": _digest(model.X_)}
+                "design": _digest(model.X_), "inside": where["inside"]}
 
     if direction == "add":
         start = phase("fit", lambda: model.set_params(groups=labels[rest] if grouped else None).fit(
@@ -201,8 +224,10 @@ def run_dfls(config) -> int:
                 "test_rmse": _rmse(reference, X_test[:, final], y_test)}
 
     reference = phase("reference", solve_reference)
-    cold = phase("retrain cold", lambda: model.batch_solve(tol=RETRAIN_TOL))
-    warm = phase("retrain warm", lambda: model.batch_solve(w0=warm_start, tol=RETRAIN_TOL))
+    cold = phase("retrain cold", lambda state, poll: model.batch_solve(tol=RETRAIN_TOL, state=state, between=poll),
+                 iterations=True)
+    warm = phase("retrain warm", lambda state, poll: model.batch_solve(w0=warm_start, tol=RETRAIN_TOL, state=state,
+                                                                       between=poll), iterations=True)
     coef = np.zeros(m)
     coef[final] = model.coef_
     rmse = _rmse(model, X_test[:, final], y_test)

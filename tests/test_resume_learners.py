@@ -164,20 +164,25 @@ def test_running_averages_resume_bit_for_bit(settings, tmp_path):
 
 # -- DFLS ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("direction", ["add", "remove"])
-def test_dfls_resumes_after_each_phase(direction, tmp_path, monkeypatch):
-    """The CLI's five phases, stopped after each (``run_dfls`` in this process), then resumed."""
+def test_dfls_resumes_after_a_phase_or_a_fista_iteration(direction, tmp_path, monkeypatch):
+    """The CLI's five phases (``run_dfls`` in this process), stopped at seeded polls (after a phase,
+    or between two FISTA iterations of a retrain), then resumed."""
     import asyos.resume
     from asyos.config import build_config
     from asyos.run_dfls import run_dfls
     flags = {"algorithm": "dfls", "n_samples": 150, "n_features": 24, "n_informative": 5, "seed": 3,
              "quiet": True, f"{direction}_features": "25%"}
     real = asyos.resume.checkpointer_for
+    made = []
 
     def results(output, stop_after=None, resume=False):
         config = build_config({**flags, "output": output, "resume": resume}, {})
-        monkeypatch.setattr(asyos.resume, "checkpointer_for", lambda c: Checkpointer(
-            asyos.resume.checkpoint_path(c), None, asyos.resume.run_identity(c), resume=resume,
-            stop_after=stop_after))
+
+        def checkpointer(c):
+            made.append(Checkpointer(asyos.resume.checkpoint_path(c), None, asyos.resume.run_identity(c),
+                                     resume=resume, stop_after=stop_after))
+            return made[-1]
+        monkeypatch.setattr(asyos.resume, "checkpointer_for", checkpointer)
         try:
             run_dfls(config)
         finally:
@@ -186,14 +191,19 @@ def test_dfls_resumes_after_each_phase(direction, tmp_path, monkeypatch):
             return json.load(fh)
 
     reference = results(str(tmp_path / "whole"))
-    for k in range(1, 6):
+    total = made[-1].polls
+    assert total > 5                                        # the phases and the retrains' iterations
+    where = []
+    rng = np.random.default_rng(len(direction))
+    for k in [1, 2, total] + list(rng.integers(3, total, 5)):
         out = str(tmp_path / f"stopped{k}")
         with pytest.raises(RunInterrupted) as stopped:
-            results(out, stop_after=k)
-        assert len(stopped.value.progress["phases done"].split(", ")) == k
+            results(out, stop_after=int(k))
+        where.append(stopped.value.progress)
         resumed = results(out, resume=True)
         assert not os.path.exists(os.path.join(out, "checkpoint.pkl"))
         same_dfls(resumed, reference)
+    assert any("in" in w for w in where) and any("in" not in w for w in where), where
 
 
 def same_dfls(a, b):

@@ -13,9 +13,9 @@ Waits are non-blocking requests polled with back-off (a rank blocked in an MPICH
 core). A rank that fails aborts the job with its message (``asyos.run``); one that dies is ended by
 the launcher. In one process, ``--output DIR`` saves the statistics and the rows read to
 ``DIR/checkpoint.pkl`` every ``--checkpoint-every`` seconds and on SIGTERM/SIGINT, and ``--resume
-DIR`` reads on from there (``accumulate``); under ``mpiexec`` nothing is saved (the launcher does not
-forward the stop signals as requests) and ``--resume`` is refused. Forgetting (eq. 3.11) weighs samples by their order, which ranks reading in parallel
-do not have, so it is refused under MPI.
+DIR`` reads on from there (``accumulate``); under ``mpiexec`` nothing is saved (``asyos.run`` does
+not turn the stop signals into requests there) and ``--resume`` is refused. Forgetting (eq. 3.11)
+weighs samples by their order, which ranks reading in parallel do not have, so it is refused under MPI.
 """
 from __future__ import annotations
 

@@ -316,12 +316,13 @@ class DFLS(Estimator):
         return mask
 
     # -- comparisons ----------------------------------------------------------------------------
-    def batch_solve(self, w0=None, tol=1e-7) -> BatchResult:
+    def batch_solve(self, w0=None, tol=1e-7, state=None, between=None) -> BatchResult:
         """Retrain on the current columns with the batch solver (cold start, or warm from
-        ``w0``, coefficients of the standardized problem): the baseline DFLS replaces."""
+        ``w0``, coefficients of the standardized problem): the baseline DFLS replaces. ``state``,
+        ``between``: FISTA's iterate saved and resumed (``batch_solvers.fista``; group lasso only)."""
         self._check_fitted()
         return solve_batch(self.X_, self.y_, self.alpha, self._make_penalty(self.groups_, self.w_.size),
-                           w0=w0, tol=tol)
+                           w0=w0, tol=tol, state=state, between=between)
 
     # -- fitted face ----------------------------------------------------------------------------
     def _task(self):
