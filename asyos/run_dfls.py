@@ -24,10 +24,11 @@ path, like the paper's App. C figures; needs matplotlib).
 change along the path, the reference solve, the cold and the warm retrain). After each, when
 ``--checkpoint-every`` seconds have passed, the model (without its standardized columns, which are
 data: they are rebuilt from ``X`` on resume, by the same computations, and checked against a SHA-256
-of the saved run's) and the results of the phases done are saved; the group-lasso retrains (FISTA)
-are also saved between iterations (``batch_solvers.fista``), where a stop request is answered. The
-other phases (and the l_p retrains, scipy's L-BFGS) are one solver call each: SIGTERM/SIGINT stops
-them at once and the run resumes from the last save. ``--resume DIR`` skips what was saved: the
+of the saved run's) and the results of the phases done are saved; the group-lasso solves (the fit,
+the reference and the retrains: FISTA, ``batch_solvers.fista``) are also saved between iterations,
+where a stop request is answered. The path (the fast phase, DFLS's point) and the l_p solves
+(scipy's L-BFGS keeps its state to itself) are one call each: SIGTERM/SIGINT stops them at once
+and the run resumes from the last save. ``--resume DIR`` skips what was saved: the
 results are the uninterrupted run's, bit for bit (the ``seconds`` of the phases aside).
 """
 from __future__ import annotations
@@ -168,8 +169,11 @@ def run_dfls(config) -> int:
 
     def progress():
         within = where["inside"]
+        if within is None:
+            return {"phases done": ", ".join(done) or "none"}
+        name, state = within
         return {"phases done": ", ".join(done) or "none",
-                **({"in": f"{within[0]}, iteration {within[1]['k']}"} if within else {})}
+                "in": f"{name}, iteration {(state['fista'] if 'fista' in state else state)['k']}"}
 
     def between(name):
         def poll(state):
@@ -179,9 +183,9 @@ def run_dfls(config) -> int:
 
     def phase(name, compute, iterations=False):
         """Run phase ``name`` unless the resumed run did; then save if it is time. A phase of
-        FISTA ``iterations`` (the group-lasso retrains) also saves between iterations, and answers a
-        stop request at the next; the others are one solver call each, stopped at once by a
-        signal, and resume from the last phase saved."""
+        FISTA ``iterations`` (the group-lasso solves) also saves between iterations, and answers a
+        stop request at the next; the others (the path, and the l_p solves) are one call each,
+        stopped at once by a signal, and resume from the last save."""
         if name not in done:
             polled = iterations and checkpoint is not None and model.penalty == "group_lasso"
             try:
@@ -205,25 +209,27 @@ def run_dfls(config) -> int:
                 "design": _digest(model.X_), "inside": where["inside"]}
 
     if direction == "add":
-        start = phase("fit", lambda: model.set_params(groups=labels[rest] if grouped else None).fit(
-            X[:, rest], y).w_.copy())
+        start = phase("fit", lambda state, poll: model.set_params(groups=labels[rest] if grouped else None).fit(
+            X[:, rest], y, state=state, between=poll).w_.copy(), iterations=True)
         phase("change", lambda: model.add_features(X[:, block], groups=labels[block] if grouped else None).path_)
         final = np.r_[rest, block]                 # the model's columns, in its order
         warm_start = np.r_[start, np.zeros(block.size)]
     else:
-        start = phase("fit", lambda: model.set_params(groups=labels if grouped else None).fit(X, y).w_.copy())
+        start = phase("fit", lambda state, poll: model.set_params(groups=labels if grouped else None).fit(
+            X, y, state=state, between=poll).w_.copy(), iterations=True)
         phase("change", lambda: model.remove_features(block).path_)
         final = rest
         warm_start = start[rest]
     path = model.path_
     t_change = path.seconds
 
-    def solve_reference():
-        reference = DFLS(**{**model.get_params(), "groups": labels[final] if grouped else None}).fit(X[:, final], y)
+    def solve_reference(state, poll):
+        reference = DFLS(**{**model.get_params(), "groups": labels[final] if grouped else None}).fit(
+            X[:, final], y, state=state, between=poll)
         return {"w": reference.w_, "kkt_residual": reference.kkt_residual_,
                 "test_rmse": _rmse(reference, X_test[:, final], y_test)}
 
-    reference = phase("reference", solve_reference)
+    reference = phase("reference", solve_reference, iterations=True)
     cold = phase("retrain cold", lambda state, poll: model.batch_solve(tol=RETRAIN_TOL, state=state, between=poll),
                  iterations=True)
     warm = phase("retrain warm", lambda state, poll: model.batch_solve(w0=warm_start, tol=RETRAIN_TOL, state=state,
