@@ -90,6 +90,32 @@ def test_stream_learners_resume_bit_for_bit(name, one_row_chunks, tmp_path):
     assert stop_then_resume(fit, total + 1, path) is None          # no poll after the last chunk
 
 
+def test_the_l1_search_replays_its_diverged_fits(one_row_chunks, tmp_path, monkeypatch):
+    """Fits of the ``lam="auto"`` search that diverge (here: made to, below an l1 weight of 0.05) are
+    replayed on resume with their message, and the search takes the same path."""
+    from asyos.errors import DivergenceError
+    from asyos.learners.stream.l1 import L1ARDA
+    real = resumable.fit_in_chunks
+
+    def diverging(learner, *args, **kwargs):
+        if learner.lam_ < 0.05:
+            raise DivergenceError(f"diverged at {learner.lam_}")
+        return real(learner, *args, **kwargs)
+
+    monkeypatch.setattr(resumable, "fit_in_chunks", diverging)
+    X, y = CLASSIFICATION.X, CLASSIFICATION.y
+
+    def fit(checkpoint):
+        return L1ARDA(budget=5, passes=1).fit(X, y, checkpoint=checkpoint)
+
+    path = str(tmp_path / "cp.pkl")
+    reference = fitted(fit(Checkpointer(path, None, IDENTITY)))
+    assert any(nnz is None for _, nnz in reference["lam_path_"])
+    total = polls_of(fit, path)
+    for k in [total] + list(np.random.default_rng(11).integers(1, total, 4)):
+        assert_same(fitted(stop_then_resume(fit, int(k), path)), reference)
+
+
 @pytest.mark.parametrize("name", ["b-arda", "sfsa"])
 def test_chunks_adapted_to_the_clock_change_nothing(name, tmp_path):
     """The default chunks (256 rows, then adapted to ``POLL_SECONDS``) on 3000 rows: several per pass."""
