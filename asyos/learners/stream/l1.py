@@ -59,10 +59,14 @@ class L1Learner(SampleStreamLearner):
         if self.lam == "auto" and self.budget is None:
             raise InputError("lam='auto' searches the l1 weight for a budget: give budget, or a numeric lam")
 
-    def fit(self, X, y):
+    def fit(self, X, y, checkpoint=None):
         if self.lam != "auto":
             self.lam_ = self.lam
-            return super().fit(X, y)
+            return super().fit(X, y, checkpoint=checkpoint)
+        if checkpoint is not None:                # every fit of the search saved and resumed: resumable
+            from . import resumable
+            return resumable.search_lam(self, X, y, checkpoint, lambda saved, outer: resumable.fit_in_chunks(
+                self, X, y, checkpoint, saved, outer))
         return self._search_lam(lambda: super(L1Learner, self).fit(X, y))
 
     def partial_fit(self, X, y, classes=None):

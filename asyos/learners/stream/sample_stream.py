@@ -235,7 +235,13 @@ class SampleStreamLearner(BudgetedSelector):
         return self._weights(self._state)[:self.n_features_in_]
 
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X, y, checkpoint=None):
+        """``passes`` passes over ``X``, each in a fresh random order. ``checkpoint`` (an
+        ``asyos.checkpoint.Checkpointer``) saves the fit between chunks of rows and, holding a saved
+        state, continues from it: the result is the uninterrupted fit's, bit for bit (``resumable``)."""
+        if checkpoint is not None:
+            from . import resumable
+            return resumable.fit(self, X, y, checkpoint)
         rows = self.start(X, y)
         rng = np.random.default_rng(self.random_state)
         for _ in range(rows.passes):
