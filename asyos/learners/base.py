@@ -211,21 +211,22 @@ class BudgetedSelector(SelectorMixin, Estimator):
     def _suspect_hint(self) -> str:
         """What to change when the fitted model is suspect (a learner names its own parameters)."""
         params = self.get_params(deep=False)
-        shown = ", ".join(f"{k}={params[k]!r}" for k in ("eta", "gamma", "lam", "lam2", "step_size", "ridge", "passes")
-                          if params.get(k) is not None)
+        shown = ", ".join(f"{k}={_param_text(self, k, params[k])}" for k in
+                          ("eta", "gamma", "lam", "lam2", "step_size", "ridge", "passes") if params.get(k) is not None)
         return f"check its step size and regularization{f' ({shown})' if shown else ''}, or scale the features"
 
     def check_selection(self, X, y):
         """The warnings (``SelectionWarning``) a model fitted on ``(X, y)`` deserves: fewer features
-        than ``budget``; for a classifier, one class predicted for every sample of ``X``, or an
-        accuracy on ``X`` below the majority-class rate of ``y``. Returns their texts (each also
-        issued); ``fit`` calls it on its training data."""
+        with a non-zero weight than ``budget``; for a classifier, one class predicted for every sample
+        of ``X``, or an accuracy on ``X`` below the majority-class rate of ``y``; for a regressor, an
+        R^2 on ``X`` below 0. Returns their texts (each also issued); ``fit`` calls it on its training
+        data (``y=None``: the number of features only)."""
         name = getattr(self, "algorithm_name", type(self).__name__)
         notes = []
         budget = getattr(self, "budget", None)
-        support = np.asarray(self.support_)
-        if isinstance(budget, numbers.Integral) and support.size < budget:
-            notes.append(f"{name} selected {support.size} of its budget of {budget} features; "
+        kept = _n_weighted(self)
+        if isinstance(budget, numbers.Integral) and kept < budget:
+            notes.append(f"{name} selected {kept} of its budget of {budget} features (non-zero weights); "
                          f"{self._suspect_hint()}")
         if y is not None and self._task() == "classification" and getattr(self, "classes_", None) is not None:
             notes += self._prediction_notes(name, X, y)
@@ -261,7 +262,7 @@ class BudgetedSelector(SelectorMixin, Estimator):
         shown = f"training accuracy {accuracy:.3f}, majority-class rate {majority:.3f}"
         if np.unique(predicted).size == 1 and counts.size > 1:
             return [f"{name} predicts {predicted[0]} for every one of its {y.size} training samples ({shown}) "
-                    f"with {np.asarray(self.support_).size} features; {self._suspect_hint()}"]
+                    f"with {_n_weighted(self)} features; {self._suspect_hint()}"]
         if correct < counts.max():
             return [f"{name}'s {shown}: predicting the most frequent class would do better; "
                     f"{self._suspect_hint()}"]
@@ -333,6 +334,20 @@ class BudgetedSelector(SelectorMixin, Estimator):
         support = self.support_
         out = X[:, support] @ self.coef_[support]
         return np.asarray(out, dtype=float).ravel() + getattr(self, "intercept_", 0.0)
+
+
+def _n_weighted(estimator) -> int:
+    """The selected features with a non-zero weight."""
+    support = np.asarray(estimator.support_)
+    return int(np.count_nonzero(np.asarray(estimator.coef_)[support])) if support.size else 0
+
+
+def _param_text(estimator, name, value):
+    """A parameter as a hint shows it: ``"auto"`` with the value the fit used (``eta_``) when it has one."""
+    used = estimator.__dict__.get(name + "_")
+    if isinstance(value, str) and isinstance(used, numbers.Real):
+        return f"{value!r} (used {used:g})"
+    return f"{value:g}" if isinstance(value, float) else repr(value)
 
 
 _FITTING = threading.local()          # ids of the estimators inside a checked fit (of this thread)
