@@ -251,3 +251,12 @@ def test_sparse_input_of_any_format_is_checked():
     for matrix in (sp.coo_matrix(X), sp.dia_matrix(X), sp.csc_matrix(X)):
         model, caught = fit_recording(BudgetedARDA(budget=2), matrix.tocsr(), y)
         assert model.check_selection(matrix, y) == []
+
+
+def test_a_stream_keeps_its_step_and_names_it_when_it_diverges(large_rows):
+    X, y = large_rows
+    model = TSGD(budget=5, lam=1e-2, passes=1)
+    with pytest.raises(DivergenceError, match=r"eta=0\.03\b"):
+        for _ in range(80):                                 # partial_fit cannot go back: no reduction
+            model.partial_fit(X, y)
+    assert model.eta_ == 0.03

@@ -53,6 +53,16 @@ class AutoStep:
             return float(value)
         return float(self.__dict__.get(self.step_parameter + "_", self.auto_start))
 
+    def _keep_step(self):
+        """A stream (``partial_fit``, ``learn_one``) goes on with the step in use, recorded as ``eta_`` /
+        ``gamma_`` (what a ``DivergenceError`` names)."""
+        name = self.step_parameter
+        value = getattr(self, name)
+        if isinstance(value, str):
+            self.__dict__.setdefault(name + "_", float(self.auto_start))
+        else:
+            setattr(self, name + "_", float(value))
+
     def _fit_adapting(self, run, X, y):
         """``run(last)`` (a complete fit on ``(X, y)``; ``last`` is True for the final try) with the step
         reduced on divergence when the parameter is ``"auto"``; records the step used as ``<parameter>_``."""

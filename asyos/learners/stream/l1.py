@@ -139,6 +139,7 @@ class L1Learner(AutoStep, SampleStreamLearner):
     def _stream_params(self):
         """A stream goes on with the searched ``lam_``; ``learn_one`` on an unfitted model with
         ``lam='auto'`` has no batch to search it on."""
+        self._keep_step()
         if self.lam != "auto":
             self.lam_ = self.lam
         elif getattr(self, "lam_", None) is None:

@@ -55,6 +55,9 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
     def fit(self, X, y):
         return self._fit_adapting(lambda last: super(_MiniBatchThresholding, self).fit(X, y), X, y)
 
+    def _stream_params(self):
+        self._keep_step()
+
     def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
         if s.horizon is None:
             s.horizon = self._horizon(order.shape[0])
