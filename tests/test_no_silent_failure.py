@@ -87,7 +87,7 @@ def test_a_good_model_gets_no_warning():
 
 def test_one_class_for_every_training_sample_is_named():
     X, y = easy_classification()
-    model, caught = fit_recording(RDA(budget=3, lam=1e6, loss="squared_hinge"), X, y)     # an l1 weight that leaves nothing
+    model, caught = fit_recording(RDA(budget=3, lam=1e6, loss="squared_hinge"), X, y)     # lam leaves nothing
     predicted = model.predict(X)
     assert np.unique(predicted).size == 1 and model.support_.size == 0
     notes = selection_notes(caught)
@@ -206,10 +206,11 @@ def test_a_default_step_that_converges_is_left_as_it_was():
 # -- running averages: p x p refused before it is allocated ---------------------------------------
 def test_running_averages_refuse_a_p_whose_matrices_do_not_fit(monkeypatch):
     X, y = easy_classification(n=20, p=50)
-    monkeypatch.setattr(S, "available_memory", lambda: 4 * 8 * 50 * 50 - 1)      # one byte short of 4
+    room = 4 * 8 * 50 * 50 / S.MEMORY_SHARE                                        # 4 matrices in their share
+    monkeypatch.setattr(S, "available_memory", lambda: int(room) - 1)
     with pytest.raises(InputError, match=r"p = 50 features need 4 p x p matrices"):
         OFSA(budget=3).fit(X, y)
-    monkeypatch.setattr(S, "available_memory", lambda: 4 * 8 * 50 * 50)
+    monkeypatch.setattr(S, "available_memory", lambda: int(room) + 1)
     assert OFSA(budget=3).fit(X, y).support_.size == 3
 
 
@@ -241,7 +242,7 @@ def test_the_cli_refuses_before_reading_rows(tmp_path):
 def test_fit_stats_checks_the_extraction_memory(monkeypatch):
     X, y = easy_classification(n=30, p=40)
     stats = S.RunningAverages(40).update(X, y)
-    monkeypatch.setattr(S, "available_memory", lambda: 8 * 40 * 40)              # one matrix, not three
+    monkeypatch.setattr(S, "available_memory", lambda: 8 * 40 * 40)              # room for one matrix, not three
     with pytest.raises(InputError, match="need 3 p x p matrices"):
         OLSThreshold(budget=2).fit_stats(stats)
 
