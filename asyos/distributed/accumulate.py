@@ -20,13 +20,15 @@ weighs samples by their order, which ranks reading in parallel do not have, so i
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 
 import numpy as np
 
 from ..errors import InputError
-from ..learners.averages.stats import RunningAverages
+from ..learners.averages.stats import (EXTRACT_MATRICES, GRAM_MATRICES, REDUCE_MATRICES, RunningAverages,
+                                       check_gram_memory)
 from ..learners.base import decision_values
 
 PROGRESS_EVERY = 5.0          # seconds between progress lines
@@ -144,6 +146,24 @@ def reduce_to_root(comm, stats: RunningAverages, backoff, root=0):
     return RunningAverages.from_buffers(vec_out, mat_out, shift_x, shift_y)
 
 
+def ranks_on_node(size: int) -> int:
+    """The ranks of this job on this node, from the launcher's environment (Open MPI, MPICH's Hydra,
+    PMI); ``size`` (all of them) when it does not say."""
+    for name in ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"):
+        value = os.environ.get(name, "")
+        if value.isdigit() and int(value) > 0:
+            return min(int(value), size)
+    return size
+
+
+def matrices_on_node(size: int) -> int:
+    """The p x p matrices one node holds at the peak (``stats``): one process accumulates and extracts;
+    under MPI every rank on the node also moves and reduces its averages, and the root extracts."""
+    if size == 1:
+        return GRAM_MATRICES
+    return REDUCE_MATRICES * ranks_on_node(size) + 1 + EXTRACT_MATRICES
+
+
 def run_running_averages(config, comm=None) -> int:
     """The CLI for the running-averages learners (one process, or every rank of ``comm``)."""
     from ..errors import ConvergenceWarning
@@ -170,6 +190,8 @@ def run_running_averages(config, comm=None) -> int:
                 raise InputError("--resume continues a run in one process; under mpiexec the running averages "
                                  "are not checkpointed")
         source = open_data_source(config)
+        if getattr(source, "n_features", None):          # before any row is read
+            check_gram_memory(source.n_features, matrices_on_node(size), config.algorithm)
         y = source.labels("train")
         problem = resolve_problem(config, source, y)
         estimator = spec.build(config, problem.loss.name, problem.budget)

@@ -104,11 +104,14 @@ def fit(learner, X, y, checkpoint):
     return fit_in_chunks(learner, X, y, checkpoint, checkpoint.take(CHECKPOINT_KIND))
 
 
-def search_lam(learner, X, y, checkpoint, fit_once):
+def search_lam(learner, X, y, checkpoint, fit_once, strict=False):
     """``learner._search_lam`` (``lam="auto"``) with every fit in chunks, resumed by replay (module
-    docstring). ``fit_once(saved, outer)`` is one fit at ``learner.lam_``."""
+    docstring). ``fit_once(saved, outer)`` is one fit at ``learner.lam_``. The record also holds the
+    step the search runs with (``eta_`` / ``gamma_``, which ``eta="auto"`` may have reduced,
+    ``auto_step``): a resumed search continues with it."""
+    step = getattr(learner, "step_parameter", "eta") + "_"
     saved = checkpoint.take(CHECKPOINT_KIND)
-    record = {"done": [], "candidates": BudgetSearch(budget=learner.budget)}
+    record = {"done": [], "candidates": BudgetSearch(budget=learner.budget), "step": learner.__dict__.get(step)}
     replay = []
     if saved is not None:
         if "search" not in saved:
@@ -116,6 +119,8 @@ def search_lam(learner, X, y, checkpoint, fit_once):
         record = saved.pop("search")
         replay = list(record["done"])
         record["done"] = []
+        if record.get("step") is not None:
+            setattr(learner, step, record["step"])
 
     def outer():
         return {"search": record}
@@ -144,7 +149,7 @@ def search_lam(learner, X, y, checkpoint, fit_once):
         record["done"].append((lam, nnz, None))
         _consider(record["candidates"], lam, nnz, (learner._state, learner._cache))
 
-    return learner._search_lam(run)
+    return learner._search_lam(run, strict=strict)
 
 
 def _candidate_model(candidates, weight):

@@ -516,7 +516,8 @@ class SampleStreamLearner(BudgetedSelector):
         if cache is None:
             w = self.weights() / self.scale_
             if not np.all(np.isfinite(w)):      # a diverged run says what to change, never returns NaN
-                steps = ", ".join(f"{k}={getattr(self, k)!r}" for k in ("eta", "gamma") if hasattr(self, k))
+                steps = ", ".join(f"{k}={self.__dict__.get(k + '_', getattr(self, k))!r}"    # eta_: the value used
+                                  for k in ("eta", "gamma") if hasattr(self, k))
                 raise DivergenceError(f"{self._name()} diverged (non-finite weights after {int(self._state.counts[0])} "
                                       f"samples, {steps}): use a smaller step (eta) or a larger gamma, or scale "
                                       f"the features (scale='maxabs')")
