@@ -72,11 +72,10 @@ def run_stream(config) -> int:
     from .problem import resolve_problem
     from .registry import get_algorithm
     from .report import build_record, format_summary, report_warnings
-    from .results import prepare_output_dir, write_results
+    from .results import prepare_run_output, write_results
 
     t0 = time.perf_counter()
-    if config.output:
-        prepare_output_dir(config.output)
+    prepare_run_output(config)
     spec = get_algorithm(config.algorithm)
     source = open_rows(config)
     chunk_rows = max(1, int(config.chunk_rows))

@@ -147,9 +147,8 @@ def resolve_transport(config, comm) -> str:
 
 # ------------------------------------------------------------------------------------ setup
 def _central_setup(config, n_workers):
-    from ..results import prepare_output_dir
-    if config.output:
-        prepare_output_dir(config.output)
+    from ..results import prepare_run_output
+    prepare_run_output(config)
     source = open_data_source(config)
     y = source.labels("train")
     problem = resolve_problem(config, source, y)
