@@ -95,8 +95,9 @@ def prepare_output_dir(directory: str, overwrite: bool = False, resume: bool = F
     used = previous_run_files(directory)
     if used and not overwrite:
         shown = ", ".join(used[:4]) + (f" (+{len(used) - 4})" if len(used) > 4 else "")
+        hint = " (or --resume DIR to continue it)" if {"checkpoint.pkl", "checkpoint"} & set(used) else ""
         raise InputError(f"--output {directory!r} holds a previous run's files ({shown}); pass --overwrite to "
-                         f"replace them, or choose another directory")
+                         f"replace them{hint}, or choose another directory")
     for name in previous_run_files(directory, leftovers=True):
         path = os.path.join(directory, name)
         try:

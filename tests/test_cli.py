@@ -337,7 +337,8 @@ def test_a_namespace_import_of_the_package_does_not_fail_the_run(tmp_path):
     package = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "asyos")
     script = (f"import sys, types\nns = types.ModuleType('asyos')\nns.__path__ = [{package!r}]\n"
               f"sys.modules['asyos'] = ns\nfrom asyos.run import main\n"
-              f"sys.exit(main(['--n-features', '40', '--n-informative', '3', '--quiet', '--output', {str(tmp_path)!r}]))")
+              f"sys.exit(main(['--n-features', '40', '--n-informative', '3', '--quiet',\n"
+              f"               '--output', {str(tmp_path)!r}]))")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     from importlib.metadata import version
