@@ -23,7 +23,6 @@ import io
 import os
 import pickle
 import signal
-import tempfile
 import time
 from typing import Callable, Optional
 
@@ -254,29 +253,13 @@ def _first_difference(saved: dict, current: dict) -> Optional[str]:
 
 
 def _version() -> str:
-    from . import __version__
-    return __version__
+    from .results import package_version            # no ImportError when asyos is a namespace import
+    return package_version()
 
 
 def write_atomic(path: str, write: Callable[[io.BufferedWriter], None]) -> None:
     """``write(fh)`` into a temporary file next to ``path``, flushed to disk, then renamed onto
-    ``path`` with the permissions a plain ``open`` would give (0666 less the umask)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-            os.fchmod(fh.fileno(), 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    ``path`` with the permissions a plain ``open`` would give (``asyos.results.atomic_file``)."""
+    from .results import atomic_file
+    with atomic_file(path, "wb") as fh:
+        write(fh)

@@ -17,7 +17,7 @@ from .metrics import evaluate
 from .problem import open_data_source, resolve_problem
 from .registry import get_algorithm
 from .report import build_record, format_summary, report_warnings
-from .results import prepare_output_dir, write_results
+from .results import prepare_run_output, write_results
 from .resume import finished, fit_resumable, save_run_config
 
 
@@ -30,8 +30,7 @@ def run_local(config) -> int:
     if streams_rows(config):                    # a sample-stream learner learns from the file as it is read
         return run_stream(config)
     t0 = time.perf_counter()
-    if config.output:
-        prepare_output_dir(config.output)
+    prepare_run_output(config)
     save_run_config(config)
     spec = get_algorithm(config.algorithm)
     simulated = config.simulate or config.algorithm == "asy-os"

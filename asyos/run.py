@@ -158,6 +158,8 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--group-size", type=int, help="group lasso over consecutive groups of K columns (default 1)")
     g = p.add_argument_group("output")
     g.add_argument("--output", help="directory for results.json and selection_log.csv")
+    g.add_argument("--overwrite", action="store_true", help="replace the files of a previous run in --output "
+                                                           "(without it, a used --output is refused)")
     g.add_argument("--quiet", action="store_true", help="no summary on stdout")
     g.add_argument("--checkpoint-every", type=float, metavar="SECONDS",
                    help="with --output: save the run's state to DIR/checkpoint.pkl every SECONDS (default 60; "

@@ -112,12 +112,11 @@ def _rmse(model, X, y) -> float:
 
 def run_dfls(config) -> int:
     from .learners.path.dfls import DFLS
-    from .results import environment, prepare_output_dir, write_json_atomic
+    from .results import atomic_file, environment, prepare_run_output, write_json_atomic
     from .resume import checkpointer_for, finished, save_run_config
 
     t0 = time.perf_counter()
-    if config.output:
-        prepare_output_dir(config.output)
+    prepare_run_output(config)
     save_run_config(config)
     if config.add_features is not None and config.remove_features is not None:
         raise InputError("give --add-features or --remove-features, not both")
@@ -260,7 +259,7 @@ def run_dfls(config) -> int:
         finished(config)
         thetas, coefs = path.sample()
         names = [f"w{c}" for c in (np.r_[rest, block] if direction == "add" else np.arange(m))]
-        with open(os.path.join(config.output, "path.csv"), "w", newline="") as fh:
+        with atomic_file(os.path.join(config.output, "path.csv"), newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(["theta", *names])
             writer.writerows([[f"{t:.10g}", *(f"{v:.10g}" for v in row)] for t, row in zip(thetas, coefs)])
@@ -333,6 +332,8 @@ def plot_path(path, filename, title) -> bool:
     ax.set_ylabel("coefficient (standardized)")
     ax.set_title(f"{title}\nred: the block's features, blue: the others; dotted: transition points", fontsize=9)
     fig.tight_layout()
-    fig.savefig(filename, dpi=110)
+    from .results import atomic_file
+    with atomic_file(filename, "wb") as fh:
+        fig.savefig(fh, dpi=110, format="png")
     plt.close(fig)
     return True

@@ -82,12 +82,11 @@ def run_stream(config) -> int:
     from .problem import resolve_problem
     from .registry import get_algorithm
     from .report import build_record, format_summary, report_warnings
-    from .results import prepare_output_dir, write_results
+    from .results import prepare_run_output, write_results
     from .resume import checkpointer_for, finished, save_run_config
 
     t0 = time.perf_counter()
-    if config.output:
-        prepare_output_dir(config.output)
+    prepare_run_output(config)
     if config.data == "-" and config.resume:
         raise InputError("standard input is read once: a run reading it cannot be resumed")
     save_run_config(config)

@@ -170,7 +170,7 @@ def run_running_averages(config, comm=None) -> int:
     from ..problem import open_data_source, resolve_problem
     from ..registry import get_algorithm
     from ..report import build_record, format_summary
-    from ..results import prepare_output_dir, write_results
+    from ..results import prepare_run_output, write_results
     from ..resume import checkpointer_for, finished, save_run_config
     import warnings
 
@@ -182,8 +182,8 @@ def run_running_averages(config, comm=None) -> int:
         if config.simulate or config.tune:
             raise InputError(f"{config.algorithm} accumulates running averages: --simulate and --tune do not apply "
                              f"(its statistics are the same in any order and on any number of ranks)")
-        if rank == 0 and config.output:
-            prepare_output_dir(config.output)
+        if rank == 0:
+            prepare_run_output(config)
             if comm is None:
                 save_run_config(config)
             elif config.resume:

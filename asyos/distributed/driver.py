@@ -180,9 +180,8 @@ def resolve_transport(config, comm) -> str:
 
 # ------------------------------------------------------------------------------------ setup
 def _central_setup(config, n_workers):
-    from ..results import prepare_output_dir
-    if config.output:
-        prepare_output_dir(config.output)
+    from ..results import prepare_run_output
+    prepare_run_output(config)
     save_run_config(config)
     source = open_data_source(config)
     y = source.labels("train")
