@@ -222,8 +222,8 @@ def test_dfls_resumes_after_a_phase_or_a_fista_iteration(direction, params, tmp_
     assert total == 5 if lp else total > 5              # the phases (and the group-lasso solves' iterations)
     where = []
     rng = np.random.default_rng(len(direction))
-    for k in (1, 3, 5) if lp else [1, 2, total] + list(rng.integers(3, total, 5)):
-        out = str(tmp_path / f"stopped{k}")
+    for i, k in enumerate((1, 3, 5) if lp else [1, 2, total] + list(rng.integers(3, total, 5))):
+        out = str(tmp_path / f"stopped{i}-{k}")          # (a point drawn twice: a directory each)
         with pytest.raises(RunInterrupted) as stopped:
             results(out, stop_after=int(k))
         where.append(stopped.value.progress)
