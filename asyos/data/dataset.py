@@ -143,6 +143,8 @@ def check_scale_of(colmax, where: str) -> None:
     blocks gathers them first)."""
     import warnings
     from ..errors import ConvergenceWarning
+    if colmax.size == 0:                   # no columns (a shard of none): nothing to say about them
+        return
     largest = float(colmax.max(initial=0.0))
     if largest > HUGE_VALUE:
         raise InputError(f"{where} holds values up to {largest:.3g} in magnitude: their squares overflow float64 "

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 import traceback
 import warnings
@@ -198,12 +199,19 @@ def _worker_setup(config, rank, n_workers):
     # the shard depends on p, q and the scheme only, so it is read before the labels fix the plan
     columns = shard_columns(source.n_features, n_workers, rank - 1, config.resolved_sharding)
     options = config.substitution_options()
-    if getattr(source, "columnar", False):   # only this shard's columns are read, once, kept in the file's dtype
-        data = source.lazy()
-        shard = options.shard(data.X, columns, hold=True)
-    else:
-        data = source.load(columns)
-        shard = options.shard(data.X, columns)
+    # the shard's warnings (its scale) go to the central rank with the final report, printed once there
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        if getattr(source, "columnar", False):   # only this shard's columns are read, once, kept in the file's dtype
+            data = source.lazy()
+            shard = options.shard(data.X, columns, hold=True)
+        else:
+            data = source.load(columns)
+            shard = options.shard(data.X, columns)
+    notes = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    for w in caught:
+        if not issubclass(w.category, ConvergenceWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     problem = resolve_problem(config, source, data.y)
     plan = config.asy_os_plan(problem.n_features, problem.budget, n_workers)
     # compile or load the step before the timed phase (if this worker's run is long enough to use it)
@@ -211,6 +219,7 @@ def _worker_setup(config, rank, n_workers):
     order = options.visit_order(shard, data.y, problem.loss)
     return {
         "data": data, "shard": shard, "problem": problem, "plan": plan, "order": order, "read_before": read_before,
+        "warnings": notes,
         "lipschitz": local_lipschitz(shard, problem.budget, problem.loss, config.seed, rank - 1, order),
     }
 
@@ -237,6 +246,7 @@ def _worker_main(config, comm, setup, lipschitz, backoff, transport, checkpoint=
             if checkpoint is not None:        # finished: saved, should a stop come before the others finish
                 checkpoint.save(WORKER_KIND, worker, worker.progress(), externals)
             final = _final(worker, data, compute_s, histogram, setup["read_before"])
+            final["warnings"] = setup["warnings"]
         except RunInterrupted as exc:         # saved at the stop request: say so instead of a selection
             final = {"worker": worker.worker_id, "stopped": exc.signum, "steps": worker.steps,
                      "staleness_histogram": [0], "refused": worker.refused}
@@ -379,6 +389,14 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         outcome = conclude(candidates, central.u, y, loss, plan, options, config.seed, finals[0]["step_size"],
                            lipschitz, refit=config.refit, raw_columns=raw_columns)
     notes = report_warnings(caught)
+    shards = {}
+    for f in finals:                    # each worker's data warnings (its shard's columns), once each
+        for note in f.get("warnings", ()):
+            shards.setdefault(note, []).append(f["worker"] + 1)
+    for note, ranks in shards.items():
+        note = f"{note} (the shards of rank(s) {', '.join(map(str, ranks))})"
+        print(f"asyos: warning: {note}", file=sys.stderr, flush=True)
+        notes.append(note)
     done = outcome.finished
     selected, weights, columns = done.features, done.coef, raw_columns[done.positions]
     coef_sel, intercept = outcome.coef, outcome.intercept
