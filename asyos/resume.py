@@ -69,7 +69,17 @@ def checkpointer_for(config, kind: Optional[str] = None) -> Optional[Checkpointe
     every = DEFAULT_EVERY_S if config.checkpoint_every is None else config.checkpoint_every
     identity = run_identity(config)
     path = checkpoint_path(config)
-    return Checkpointer(path, every if every > 0 else None, identity, resume=config.resume)
+    return Checkpointer(path, every if every > 0 else None, identity, resume=config.resume, stop_after=_stop_after())
+
+
+STOP_AFTER_ENV = "ASYOS_STOP_AFTER_POLLS"
+
+
+def _stop_after() -> Optional[int]:
+    """Fault injection for tests: ``ASYOS_STOP_AFTER_POLLS=k`` stops a one-process run at its
+    ``k``-th poll exactly as SIGTERM would there (a real signal races a run that lasts a second)."""
+    value = os.environ.get(STOP_AFTER_ENV)
+    return int(value) if value and value.isdigit() else None
 
 
 RANKS_DIR = "checkpoint"

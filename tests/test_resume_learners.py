@@ -249,17 +249,20 @@ def cli(*args, timeout=180):
                           timeout=timeout)
 
 
-def stopped_then_resumed(args, tmp_path):
-    """Run ``args`` with ``--output``, SIGTERM it once its checkpoint is on disk, check what it left,
-    resume it, and run it whole: the two ``results.json``."""
+def stopped_then_resumed(args, tmp_path, stop_after=None):
+    """Run ``args`` with ``--output``, SIGTERM it once its checkpoint is on disk (or, with
+    ``stop_after``, stop it at that poll as SIGTERM would: ``ASYOS_STOP_AFTER_POLLS``), check what it
+    left, resume it, and run it whole: the two ``results.json``."""
     stopped, whole = str(tmp_path / "stopped"), str(tmp_path / "whole")
+    env = dict(os.environ, **({"ASYOS_STOP_AFTER_POLLS": str(stop_after)} if stop_after else {}))
     proc = subprocess.Popen([sys.executable, "-m", "asyos.run", *args, "--output", stopped, "--checkpoint-every",
-                             "0.2", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "0.2", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 120
-    while not os.path.exists(os.path.join(stopped, "checkpoint.pkl")) and proc.poll() is None:
+    while stop_after is None and not os.path.exists(os.path.join(stopped, "checkpoint.pkl")) and proc.poll() is None:
         assert time.monotonic() < deadline, "no checkpoint was written"
         time.sleep(0.02)
-    proc.send_signal(signal.SIGTERM)
+    if stop_after is None:
+        proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err
     lines = err.strip().splitlines()
@@ -293,5 +296,5 @@ def test_cli_running_averages_sigterm_then_resume(tmp_path):
 
 def test_cli_dfls_sigterm_then_resume(tmp_path):
     a, b = stopped_then_resumed(["--algorithm", "dfls", "--n-samples", "1500", "--n-features", "250",
-                                 "--n-informative", "30"], tmp_path)
+                                 "--n-informative", "30"], tmp_path, stop_after=3)    # (DFLS runs for 0.3 s)
     same_dfls(a, b)
