@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from .dataset import Dataset, as_label_vector, check_finite
-from .source import FileSource, _row_range
+from .source import ARCHIVE_ERRORS, FileSource, _row_range, check_npy_size, load_npy, reading
 
 _MAX_READ = 1 << 30                      # bytes per preadv call (Linux caps one read near 2 GiB)
 _ZIP_LOCAL_HEADER = struct.Struct("<IHHHHHIIIHH")
@@ -46,8 +46,10 @@ def _npy_header(fh, where):
         read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                 else np.lib.format.read_array_header_2_0)
         shape, fortran, dtype = read(fh)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, struct.error) as exc:
         raise InputError(f"{where} is not a readable .npy array: {exc}") from None
+    if any(int(s) < 0 for s in shape):
+        raise InputError(f"{where}: corrupt header (shape {shape})")
     return shape, fortran, dtype, fh.tell()
 
 
@@ -199,6 +201,8 @@ class _StoredMember:
         owner.bytes_read += self.offset - info.header_offset
         if len(shape) != 1 or dtype.hasobject:
             raise InputError(f"{archive}: {info.filename} must be a 1-D numeric array; got shape {shape}")
+        data_start = info.header_offset + _ZIP_LOCAL_HEADER.size + fields[9] + fields[10]
+        check_npy_size(shape, dtype, info.file_size - (self.offset - data_start), f"{archive}: {info.filename}")
         self.size, self.dtype, self.fd, self.where, self.owner = int(shape[0]), dtype, fd, archive, owner
 
     def ranges(self, starts, stops):
@@ -224,7 +228,7 @@ class _StoredMember:
 def _streamed_ranges(zf, name, starts, stops, archive, owner):
     """``_StoredMember.ranges`` for a compressed member: the member is decompressed as a stream,
     only the ranges are kept (every byte is read: the format allows no seek)."""
-    with zf.open(name) as stream:
+    with reading(archive, f"member {name}"), zf.open(name) as stream:
         shape, _, dtype, _ = _npy_header(stream, f"{archive}: {name}")
         item = dtype.itemsize
         lengths = stops - starts
@@ -259,28 +263,37 @@ class CscNpz(ColumnFile):
     def __init__(self, path):
         super().__init__()
         self.path = path
-        try:
+        with reading(path, ".npz archive"):
             self._zf = zipfile.ZipFile(path)
-        except (OSError, zipfile.BadZipFile) as exc:
-            raise InputError(f"cannot read {path!r} as an .npz archive: {exc}") from None
+        with reading(path, "sparse matrix file"):
+            self._open(path)
+
+    def _open(self, path):
         infos = {info.filename: info for info in self._zf.infolist()}
         missing = {"indices.npy", "indptr.npy", "data.npy", "shape.npy", "format.npy"} - set(infos)
         if missing:
             raise InputError(f"{path} is not a scipy sparse matrix file (missing {sorted(missing)})")
-        fmt = self._small("format").item()
-        fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
+        from .io import _sparse_format
+        fmt = _sparse_format(path)
         if fmt != "csc":
             raise InputError(f"{path} is a {fmt.upper()} matrix; columns are read from CSC files "
                              f"(python -m asyos.convert writes one)")
         shape = self._small("shape")
-        if shape.shape != (2,):
-            raise InputError(f"{path}: shape must hold two numbers")
+        if shape.shape != (2,) or shape.dtype.kind not in "iu" or shape.min() < 0:
+            raise InputError(f"{path}: shape must hold two non-negative integers; got {shape!r}")
         self.n_rows, self.n_cols = int(shape[0]), int(shape[1])
-        self.indptr = self._small("indptr").astype(np.int64)
+        self.indptr = self._small("indptr")
+        if self.indptr.dtype.kind not in "iu":
+            raise InputError(f"{path}: indptr must hold integers; got dtype {self.indptr.dtype}")
+        self.indptr = self.indptr.astype(np.int64)
         if self.indptr.shape != (self.n_cols + 1,) or self.indptr[0] != 0 or np.any(np.diff(self.indptr) < 0):
             raise InputError(f"{path}: indptr does not describe {self.n_cols} columns")
         self.bytes_read += self.indptr.nbytes
         self.stored = all(infos[m + ".npy"].compress_type == zipfile.ZIP_STORED for m in ("indices", "data"))
+        with self._zf.open("indices.npy") as stream:
+            index_type = _npy_header(stream, f"{path}: indices")[2]
+        if index_type.kind not in "iu":
+            raise InputError(f"{path}: indices must be integers; got dtype {index_type}")
         self._fd = os.open(path, os.O_RDONLY)
         if self.stored:
             with open(path, "rb") as fh:
@@ -299,11 +312,8 @@ class CscNpz(ColumnFile):
             raise InputError(f"{path} must hold real numbers; got dtype {self.dtype}")
 
     def _small(self, name):
-        try:
-            with self._zf.open(name + ".npy") as stream:
-                return np.lib.format.read_array(stream, allow_pickle=False)
-        except (OSError, ValueError, zipfile.BadZipFile) as exc:
-            raise InputError(f"cannot read {name!r} in {self.path!r}: {exc}") from None
+        from .io import _NpyMember
+        return _NpyMember(self.path, name).read()
 
     @property
     def index_itemsize(self) -> int:
@@ -583,14 +593,9 @@ def as_column_matrix(X) -> ColumnMatrix:
 
 
 def _npy_labels(path):
-    def read():
-        try:
-            return np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read labels {path!r}: {exc}") from None
     if not os.path.exists(path):
         raise InputError(f"labels file {path!r} is missing")
-    return read
+    return lambda: load_npy(path, "labels")
 
 
 def dense_directory(path) -> ColumnSource:
@@ -633,6 +638,6 @@ def is_csc_file(path) -> bool:
     try:
         with zipfile.ZipFile(path) as zf, zf.open("format.npy") as stream:
             fmt = np.lib.format.read_array(stream, allow_pickle=False).item()
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+    except (KeyError,) + ARCHIVE_ERRORS:
         return False
     return (fmt.decode() if isinstance(fmt, bytes) else str(fmt)) == "csc"

@@ -3,6 +3,12 @@ streams, the test split), shared by the row-major readers (``asyos.data.io``), t
 (``asyos.data.columnar``) and the Parquet row stream (``asyos.data.parquet_rows``)."""
 from __future__ import annotations
 
+import lzma
+import os
+import struct
+import zipfile
+import zlib
+from contextlib import contextmanager
 from typing import Optional
 
 import numpy as np
@@ -61,3 +67,69 @@ def _check_columns(columns, n_features):
     if cols.ndim != 1 or (cols.size and (cols.min() < 0 or cols.max() >= n_features)):
         raise ValueError(f"columns must be indices in 0..{n_features - 1}")
     return cols
+
+
+ARCHIVE_ERRORS = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, struct.error, EOFError, OSError, ValueError,
+                  NotImplementedError, RuntimeError, OverflowError)
+"""What ``zipfile`` and ``numpy.lib.format`` raise on a damaged archive or ``.npy`` file: a bad CRC-32
+(``BadZipFile``), a damaged deflate stream (``zlib.error``), a cut stream (``EOFError``), an unknown
+compression method (``NotImplementedError``), an encrypted member (``RuntimeError``), a bad header
+(``ValueError``, ``struct.error``, ``OverflowError``)."""
+
+
+@contextmanager
+def reading(path, what="file"):
+    """Turn an error of ``ARCHIVE_ERRORS`` raised while reading ``path`` into an ``InputError`` naming
+    it ("corrupt"); an ``InputError`` passes through."""
+    try:
+        yield
+    except InputError:
+        raise
+    except ARCHIVE_ERRORS as exc:
+        raise InputError(f"cannot read {os.fspath(path)!r}: corrupt {what} ({type(exc).__name__}: {exc})") from None
+
+
+def check_npy_size(shape, dtype, available, where):
+    """``InputError`` unless a ``.npy`` header's ``shape`` is non-negative and its data
+    (``prod(shape) * itemsize`` bytes) fits in the ``available`` bytes after the header: a damaged
+    header must not make a reader allocate what the file cannot hold."""
+    if any(int(s) < 0 for s in shape):
+        raise InputError(f"{where}: corrupt header (shape {shape})")
+    need = dtype.itemsize
+    for s in shape:
+        need *= int(s)
+    if need > available:
+        raise InputError(f"{where} is truncated: its header says {need} bytes of data, {max(available, 0)} follow")
+
+
+def load_npy(path, what="array"):
+    """A ``.npy`` file's array (no pickles), its header checked against the file's size first;
+    ``InputError`` naming ``path`` for anything unreadable."""
+    if not os.path.exists(path):
+        raise InputError(f"{what} file {path!r} is missing")
+    import numpy.lib.format as fmt
+    with reading(path, f"{what} file"):
+        with open(path, "rb") as fh:
+            version = fmt.read_magic(fh)
+            header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, _, dtype = header(fh)
+            if dtype.hasobject:
+                raise InputError(f"{path}: the {what} are Python objects, not numbers")
+            check_npy_size(shape, dtype, os.fstat(fh.fileno()).st_size - fh.tell(), path)
+        return np.load(path, allow_pickle=False)
+
+
+def available_memory() -> int:
+    """Bytes of memory available to a new allocation (``MemAvailable`` of ``/proc/meminfo``, else the
+    physical memory)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):       # pragma: no cover - not Linux
+        return 1 << 62
