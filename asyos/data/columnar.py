@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from .dataset import Dataset, as_label_vector, check_finite
-from .source import ARCHIVE_ERRORS, FileSource, _row_range, check_npy_size, load_npy, reading
+from .source import ARCHIVE_ERRORS, FileSource, _row_range, check_size, check_npy_size, load_npy, reading
 
 _MAX_READ = 1 << 30                      # bytes per preadv call (Linux caps one read near 2 GiB)
 _ZIP_LOCAL_HEADER = struct.Struct("<IHHHHHIIIHH")
@@ -444,6 +444,7 @@ class ColumnSource(FileSource):
         self.files = {"train": train, "test": test}
         self._labels = {"train": y_train, "test": y_test}
         self.n_train, self.n_features = train.n_rows, train.n_cols
+        check_size(train.path, self.n_train, self.n_features)
         if test is not None and test.n_cols != train.n_cols:
             raise InputError(f"{name}: the test split has {test.n_cols} columns, the training split "
                              f"{train.n_cols}")

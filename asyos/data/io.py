@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from .dataset import Dataset, as_float_matrix, as_label_vector, check_finite
-from .source import FileSource, _check_columns, available_memory, check_npy_size, load_npy, reading
+from .source import FileSource, _check_columns, available_memory, check_size, check_npy_size, load_npy, reading
 
 _CHUNK_BYTES = 1 << 24
 
@@ -214,6 +214,7 @@ class DenseNpzSource(FileSource):
         if len(shape) != 2:
             raise InputError(f"{path}: {x_key} must be 2-D (n_samples, n_features); got shape {shape}")
         self.n_train, self.n_features = int(shape[0]), int(shape[1])
+        check_size(f"{path}: {x_key}", self.n_train, self.n_features)
         if self._x_test is not None:
             tshape, _, _ = self._x_test.header()
             if len(tshape) != 2 or tshape[1] != self.n_features:
@@ -283,6 +284,7 @@ class SparseDirectorySource(FileSource):
         self._train = prefix_train
         self._test = prefix_test
         self.n_train, self.n_features = self._shape(prefix_train)
+        check_size(self._file(prefix_train, "X"), self.n_train, self.n_features)
         if prefix_test is not None:
             n_test, p_test = self._shape(prefix_test)
             if p_test != self.n_features:

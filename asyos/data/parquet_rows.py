@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from .dataset import Dataset, check_finite
-from .source import FileSource, _check_columns, _row_range
+from .source import FileSource, _check_columns, _row_range, check_size
 
 N_FEATURES_KEY = b"n_features"
 
@@ -54,6 +54,7 @@ class ParquetRowSource(FileSource):
             self.n_features = self._sparse_width(n_features)
         if self.n_features < 1:
             raise InputError(f"{path}: no feature columns")
+        check_size(path, self.n_train, self.n_features)
 
     # -- the file ----------------------------------------------------------------------------------
     def _open(self, path):
