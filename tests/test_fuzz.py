@@ -396,13 +396,13 @@ def libsvm_texts(draw):
 @fuzz()
 @given(libsvm_texts(), st.integers(0, 1000))
 def test_libsvm_text_matches_the_reference_reader(text, seed):
-    import asyos.data.io as data_io
+    import asyos.data.source as data_source
     expected = ref_libsvm(text)
     if expected is not None:
         base = 0 if expected[2] == 0 else 1
-        if (expected[3] - base + 1) * data_io.BYTES_PER_FEATURE > AVAILABLE:
+        if (expected[3] - base + 1) * data_source.BYTES_PER_FEATURE > AVAILABLE:
             expected = None                                  # refused with the memory it would need
-    with scratch() as tmp, mock.patch.object(data_io, "available_memory", lambda: AVAILABLE):
+    with scratch() as tmp, mock.patch.object(data_source, "available_memory", lambda: AVAILABLE):
         path = os.path.join(tmp, "data.svm")
         with open(path, "wb") as fh:
             fh.write(text)

@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from .dataset import Dataset, as_float_matrix, as_label_vector, check_finite
-from .source import FileSource, _check_columns, available_memory, check_size, check_npy_size, load_npy, reading
+from .source import FileSource, _check_columns, check_inferred_width, check_size, check_npy_size, load_npy, reading
 
 _CHUNK_BYTES = 1 << 24
 
@@ -525,7 +525,7 @@ class LibsvmSource(FileSource):
                                  f"got --n-features {n_features}")
             inferred = int(n_features)
         else:
-            _check_inferred_width(path, hi, inferred)
+            check_inferred_width(path, hi, inferred)
         self.n_features = inferred
         self.n_train = stats[0][0]
         if self.n_features < 1:
@@ -656,25 +656,6 @@ class LibsvmSource(FileSource):
             X = sp.csr_matrix((data, indices, indptr), shape=(labels.size, self.n_features))
             X.sum_duplicates()
             yield X, labels
-
-
-BYTES_PER_FEATURE = 32
-"""The least memory a run holds per feature of p (8 float64): every learner keeps per-feature arrays (the
-sample-stream learners' records are 4 float64 a feature; sequential OS grew its peak RSS by 75 bytes a
-feature at p = 10^7), and a CSC conversion an 8-byte pointer a column. A stray libsvm index of 10^9 made
-p = 10^9: OS then peaked at 20 GB of RSS, ``asyos.convert`` at 22.5 GB, OFS failed allocating 29.8 GiB."""
-
-
-def _check_inferred_width(path, largest, p):
-    """``InputError`` when ``p``, inferred from the ``largest`` index of a libsvm file, needs more than the
-    available memory at ``BYTES_PER_FEATURE`` a feature (the reader itself holds only the features that
-    occur; the learners hold every one of the p)."""
-    need, have = p * BYTES_PER_FEATURE, available_memory()
-    if need > have:
-        raise InputError(f"{path}: its largest feature index, {largest}, makes p = {p:,} features (no --n-features "
-                         f"given); a run holds at least {BYTES_PER_FEATURE} bytes a feature, {need / 2**30:.1f} GiB, "
-                         f"more than the {have / 2**30:.1f} GiB available: check that index, or declare "
-                         f"--n-features to use this width")
 
 
 def _libsvm_scan(path):

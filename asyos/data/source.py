@@ -141,3 +141,22 @@ def available_memory() -> int:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError):       # pragma: no cover - not Linux
         return 1 << 62
+
+
+BYTES_PER_FEATURE = 32
+"""The least memory a run holds per feature of p (4 float64): every learner keeps per-feature arrays (the
+sample-stream learners' records are 4 float64 a feature; sequential OS grew its peak RSS by 75 bytes a
+feature at p = 10^7), and a CSC conversion an 8-byte pointer a column. A stray libsvm index of 10^9 made
+p = 10^9: OS then peaked at 20 GB of RSS, ``asyos.convert`` at 22.5 GB, OFS failed allocating 29.8 GiB."""
+
+
+def check_inferred_width(path, largest, p):
+    """``InputError`` when ``p``, inferred from the ``largest`` index of a libsvm file (or of a Parquet
+    file's index lists), needs more than the available memory at ``BYTES_PER_FEATURE`` a feature (the
+    reader itself holds only the features that occur; the learners hold every one of the p)."""
+    need, have = p * BYTES_PER_FEATURE, available_memory()
+    if need > have:
+        raise InputError(f"{path}: its largest feature index, {largest}, makes p = {p:,} features (no --n-features "
+                         f"given); a run holds at least {BYTES_PER_FEATURE} bytes a feature, {need / 2**30:.1f} GiB, "
+                         f"more than the {have / 2**30:.1f} GiB available: check that index, or declare "
+                         f"--n-features to use this width")
