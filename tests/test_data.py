@@ -363,3 +363,24 @@ def test_a_corrupt_npz_member_is_an_input_error_on_every_read_path(tmp_path, com
     bad = tmp_path / "dense_X.npz"
     with pytest.raises(InputError, match=r"dense_X.npz'?: corrupt array 'X' \((BadZipFile|error)"):
         load_dataset(bad)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("1 100000000000000000000000:1.0", "line 2: feature index in '100000000000000000000000:1.0' is too large"),
+    ("1 9223372036854775808:1.0", "line 2: feature index in '9223372036854775808:1.0' is too large"),
+    ("1 -4:1.0", "line 2: negative feature index -4"),
+    ("1 2.5:1.0", "line 2: cannot read '2.5:1.0' as index:value"),
+    ("1 1:1.0 1:2.0", "line 2: duplicate feature index 1"),
+])
+def test_bad_libsvm_indices_are_refused_by_every_reader(tmp_path, line, message):
+    """The in-memory load, the row stream and ``asyos.convert`` share the compiled reader: each refuses
+    an index beyond int64 (an OverflowError before), negative, not an integer, or given twice on a line."""
+    from asyos.convert import main as convert
+    path = tmp_path / "bad.svm"
+    path.write_text(f"-1 3:1\n{line}\n1 2:1\n")
+    with pytest.raises(InputError, match=message):
+        load_dataset(str(path))
+    with pytest.raises(InputError, match=message):
+        list(open_source(str(path), n_features=4, index_base=1).iter_rows())
+    assert convert([str(path), str(tmp_path / "out")]) == 2
+    assert not (tmp_path / "out").exists()

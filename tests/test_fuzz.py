@@ -194,6 +194,61 @@ def test_damaged_npz_files_are_refused_or_read_exactly(case):
         np.testing.assert_array_equal(d.y, expected.y)
 
 
+@st.composite
+def damaged_sparse_directories(draw):
+    """A valid CSR or CSC ``X.npz`` (stored or compressed), its bytes and the same bytes damaged."""
+    fmt, compressed = draw(st.sampled_from(["csr", "csc"])), draw(st.booleans())
+    n, p = draw(st.integers(1, 40)), draw(st.integers(1, 8))
+    M = sp.random(n, p, density=draw(st.floats(0.05, 1)), format=fmt, random_state=draw(st.integers(0, 1000)))
+    buffer = io.BytesIO()
+    sp.save_npz(buffer, M, compressed=compressed)
+    bad = bytearray(buffer.getvalue())
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(bad) - 1))
+        bad[at] ^= draw(st.integers(1, 255))
+    return buffer.getvalue(), bytes(bad), n
+
+
+@fuzz(0.5)
+@given(damaged_sparse_directories())
+def test_damaged_sparse_directories_are_refused_or_read_exactly(case):
+    """Read whole (CSR through scipy's arrays, CSC through the column reader, whose stored members have
+    their CRC-32 checked when read from start to end): refused, or the matrix exactly."""
+    from asyos.data.io import open_source
+    good, bad, n = case
+    with scratch() as tmp:
+        for name, raw in (("good", good), ("bad", bad)):
+            os.mkdir(os.path.join(tmp, name))
+            with open(os.path.join(tmp, name, "X.npz"), "wb") as fh:
+                fh.write(raw)
+            np.save(os.path.join(tmp, name, "y.npy"), np.arange(n, dtype=np.float64))
+        expected = dense(open_source(os.path.join(tmp, "good")).load().X)
+        kind, X = outcome(lambda: dense(open_source(os.path.join(tmp, "bad")).load().X))
+    if kind == "ok":
+        np.testing.assert_array_equal(X, expected)
+
+
+@fuzz(0.5)
+@given(st.binary(min_size=1, max_size=300), st.integers(0, 2 ** 32 - 1))
+def test_damaged_gzip_libsvm_is_refused_or_read_exactly(text, seed):
+    """A ``.gz`` libsvm file with bytes flipped: gzip's CRC-32 refuses it (a damaged deflate stream was a
+    zlib.error traceback), or the text read is the text written."""
+    import gzip
+    rng = np.random.default_rng(seed)
+    text = b"1 1:1 2:0.5\n-1 3:2\n" + text
+    raw = bytearray(gzip.compress(text))
+    for at in rng.integers(0, len(raw), size=int(rng.integers(0, 4))):
+        raw[at] ^= int(rng.integers(1, 256))
+    expected = ref_libsvm(text)
+    with scratch() as tmp:
+        path = os.path.join(tmp, "data.svm.gz")
+        with open(path, "wb") as fh:
+            fh.write(bytes(raw))
+        kind, d = outcome(lambda: read_libsvm(path, seed))
+    if kind == "ok":
+        assert expected is not None and list(d.y) == expected[0]
+
+
 # -------------------------------------------------------------------------------------------- CSR/CSC
 @st.composite
 def sparse_parts(draw):

@@ -30,6 +30,7 @@ import math
 import os
 import re
 import sys
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -388,7 +389,7 @@ def _fill(fh, buf, start, name):
         while start + total < len(buf):
             try:
                 got = fh.readinto(view[start + total:])
-            except (OSError, EOFError) as exc:          # a corrupt .gz among others
+            except (OSError, EOFError, zlib.error) as exc:          # a corrupt .gz among others
                 raise InputError(f"cannot read {name!r}: {exc}") from None
             if not got:
                 break
