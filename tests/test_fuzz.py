@@ -95,31 +95,39 @@ def array_of(shape, dtype, draw, special):
         return (values + (0.5j if dtype.startswith("complex") else 0)).astype(dtype).reshape(shape)
 
 
+DEFECTS = ["x-shape", "x-dtype", "x-special", "y-length", "y-shape", "y-dtype", "y-special", "names", "test",
+           "empty"]
+
+
 @st.composite
 def npz_files(draw):
-    """``(members, valid, compressed)``: a dense .npz's arrays, and whether they form a valid data set."""
-    n = draw(st.integers(0, 7))
-    p = draw(st.integers(0, 4))
-    x_shape = draw(st.sampled_from([(n, p), (n, p), (n, p), (n,), (n, p, 2), ()]))
-    x_dtype = draw(st.sampled_from(REAL_DTYPES * 4 + ["bool"] + BAD_DTYPES))
-    x_special = draw(st.integers(0, 5)) == 0
-    y_len = draw(st.sampled_from([n, n, n, n + 1, max(n - 1, 0)]))
-    y_shape = draw(st.sampled_from([(y_len,), (y_len,), (y_len, 1), (y_len, 2)]))
-    y_dtype = draw(st.sampled_from(REAL_DTYPES * 3 + ["bool", "complex128", "<U4", "object"]))
-    y_special = draw(st.integers(0, 6)) == 0
-    names = draw(st.sampled_from([("X", "y"), ("X_train", "y_train"), ("X", "Y"), ("X_train", "y")]))
-    members = {names[0]: array_of(x_shape, x_dtype, draw, x_special),
-               names[1]: array_of(y_shape, y_dtype, draw, y_special)}
-    test = draw(st.sampled_from([None, None, "good", "wide", "labels"])) if names == ("X_train", "y_train") else None
+    """``(members, valid, compressed)``: a dense .npz's arrays, valid or with one or two defects drawn
+    from ``DEFECTS``, and whether they form a valid data set."""
+    defects = set(draw(st.one_of(st.just([]), st.lists(st.sampled_from(DEFECTS), min_size=1, max_size=2))))
+    n = 0 if "empty" in defects and draw(st.booleans()) else draw(st.integers(1, 7))
+    p = 0 if "empty" in defects and n else draw(st.integers(1, 4))
+    x_shape = draw(st.sampled_from([(n,), (n, p, 2), ()])) if "x-shape" in defects else (n, p)
+    x_dtype = draw(st.sampled_from(BAD_DTYPES if "x-dtype" in defects else REAL_DTYPES + ["bool"]))
+    y_len = draw(st.sampled_from([n + 1, n - 1])) if "y-length" in defects else n
+    y_shape = (y_len, draw(st.integers(2, 3))) if "y-shape" in defects else draw(st.sampled_from([(y_len,),
+                                                                                                  (y_len, 1)]))
+    y_dtype = draw(st.sampled_from(["bool", "complex128", "<U4", "object"] if "y-dtype" in defects
+                                   else REAL_DTYPES))
+    names = draw(st.sampled_from([("X", "Y"), ("X_train", "y"), ("x", "y")] if "names" in defects
+                                 else [("X", "y"), ("X_train", "y_train")]))
+    members = {names[0]: array_of(x_shape, x_dtype, draw, "x-special" in defects),
+               names[1]: array_of(y_shape, y_dtype, draw, "y-special" in defects)}
+    test = draw(st.sampled_from(["wide", "labels"] if "test" in defects else [None, "good"]))
     if test and len(x_shape) == 2:
         m = draw(st.integers(1, 4))
         members["X_test"] = array_of((m, p + (test == "wide")), "float64", draw, False)
         members["y_test"] = array_of((m + (test == "labels"),), "float64", draw, False)
+        if names[0] != "X_train":
+            members = {("X_train" if k == names[0] else "y_train" if k == names[1] else k): v
+                       for k, v in members.items()} if "names" not in defects else members
     if draw(st.booleans()):
         members["extra"] = np.arange(3)                      # other members are ignored
-    valid = (names in (("X", "y"), ("X_train", "y_train")) and len(x_shape) == 2 and n >= 1 and p >= 1
-             and x_dtype in REAL_DTYPES + ["bool"] and not x_special and y_len == n and y_shape[1:] in ((), (1,))
-             and y_dtype in REAL_DTYPES and not y_special and test in (None, "good"))
+    valid = not defects or (defects == {"x-special"} and x_dtype in ("bool", "int64", "int16", "uint8"))
     return members, valid, draw(st.booleans())
 
 
@@ -148,9 +156,9 @@ def test_dense_npz_files(case):
         kind, d = outcome(lambda: read_npz(path))
     if valid:
         assert kind == "ok", d
-        x_key = "X" if "X" in members else "X_train"
+        x_key = "X_train" if "X_train" in members else "X"
         np.testing.assert_array_equal(d.X, members[x_key].astype(np.float64))
-        np.testing.assert_array_equal(d.y, members["y" if "y" in members else "y_train"].ravel().astype(float))
+        np.testing.assert_array_equal(d.y, members["y_train" if "X_train" in members else "y"].ravel().astype(float))
     else:
         assert kind == "refused", f"accepted a malformed .npz: { {k: (v.shape, v.dtype) for k, v in members.items()} }"
 
@@ -228,43 +236,21 @@ def test_damaged_sparse_directories_are_refused_or_read_exactly(case):
         np.testing.assert_array_equal(X, expected)
 
 
-@fuzz(0.5)
-@given(st.binary(min_size=1, max_size=300), st.integers(0, 2 ** 32 - 1))
-def test_damaged_gzip_libsvm_is_refused_or_read_exactly(text, seed):
-    """A ``.gz`` libsvm file with bytes flipped: gzip's CRC-32 refuses it (a damaged deflate stream was a
-    zlib.error traceback), or the text read is the text written."""
-    import gzip
-    rng = np.random.default_rng(seed)
-    text = b"1 1:1 2:0.5\n-1 3:2\n" + text
-    raw = bytearray(gzip.compress(text))
-    for at in rng.integers(0, len(raw), size=int(rng.integers(0, 4))):
-        raw[at] ^= int(rng.integers(1, 256))
-    expected = ref_libsvm(text)
-    with scratch() as tmp:
-        path = os.path.join(tmp, "data.svm.gz")
-        with open(path, "wb") as fh:
-            fh.write(bytes(raw))
-        kind, d = outcome(lambda: read_libsvm(path, seed))
-    if kind == "ok":
-        assert expected is not None and list(d.y) == expected[0]
-
-
 # -------------------------------------------------------------------------------------------- CSR/CSC
 @st.composite
 def sparse_parts(draw):
     """``(data, indices, indptr, shape, format)``, random and often inconsistent."""
     n, p = draw(st.integers(0, 6)), draw(st.integers(0, 6))
     nnz = draw(st.integers(0, 12))
-    major = n if draw(st.booleans()) else p
     fmt = draw(st.sampled_from(["csr", "csc"]))
     major = n if fmt == "csr" else p
     minor = p if fmt == "csr" else n
-    if draw(st.booleans()):      # a well-formed matrix, then perhaps one thing broken
+    if draw(st.integers(0, 3)):  # a well-formed matrix, then perhaps one thing broken
         M = sp.random(max(major, 1), max(minor, 1), density=draw(st.floats(0, 1)), format="csr",
                       random_state=draw(st.integers(0, 1000)))[:major, :minor]
         M = sp.csr_matrix(M)
         data, indices, indptr = M.data.copy(), M.indices.astype(np.int64), M.indptr.astype(np.int64)
-        broken = draw(st.sampled_from(["none", "none", "index", "negative", "pointer", "length", "value", "dup"]))
+        broken = draw(st.sampled_from(["none"] * 6 + ["index", "negative", "pointer", "length", "value", "dup"]))
         if broken == "index" and indices.size:
             indices[draw(st.integers(0, indices.size - 1))] = minor + draw(st.integers(0, 3))
         elif broken == "negative" and indices.size:
@@ -416,6 +402,15 @@ def ref_libsvm(text):
 AVAILABLE = 1 << 30       # the memory the width check sees during these tests (machine-independent)
 
 
+def expected_libsvm(text):
+    """``ref_libsvm``, and ``None`` too when the width it implies is refused for memory."""
+    from asyos.data.source import BYTES_PER_FEATURE
+    expected = ref_libsvm(text)
+    if expected is not None and (expected[3] - (0 if expected[2] == 0 else 1) + 1) * BYTES_PER_FEATURE > AVAILABLE:
+        return None
+    return expected
+
+
 def read_libsvm(path, columns_seed):
     from asyos.data.io import open_source
     source = open_source(path)
@@ -432,19 +427,34 @@ def read_libsvm(path, columns_seed):
 
 @st.composite
 def libsvm_texts(draw):
-    if draw(st.booleans()):                           # random fragments
+    """Random fragments (one in four), or lines of the right shape (CRLF or LF, blank lines, comments)
+    with, in half of the files, one or two pieces damaged or an index repeated."""
+    if draw(st.integers(0, 3)) == 0:
         return b"".join(draw(st.lists(st.sampled_from(FRAGMENTS), max_size=40)))
-    lines = []                                        # lines of the right shape, some pieces damaged
+    lines = []
     for _ in range(draw(st.integers(1, 6))):
-        label = draw(st.sampled_from([b"1", b"-1", b"0.5", b"+1", b"2"] * 4 + FRAGMENTS))
-        indices = draw(st.lists(st.integers(0, 12), max_size=5))
-        if draw(st.integers(0, 3)) == 0:
-            indices = sorted(set(indices))
-        pieces = [label] + [b"%d:%s" % (i, draw(st.sampled_from([b"1", b"0.25", b"-2", b"3e1", b"7"])))
-                            for i in indices]
-        if draw(st.integers(0, 3)) == 0:
-            pieces.insert(draw(st.integers(0, len(pieces))), draw(st.sampled_from(FRAGMENTS)))
-        lines.append(draw(st.sampled_from([b" ", b"\t", b"  "])).join(pieces))
+        label = draw(st.sampled_from([b"1", b"-1", b"0.5", b"+1", b"2", b"-0", b"1e2", b"3.25"]))
+        indices = draw(st.lists(st.integers(0, 12), max_size=5, unique=True))
+        if draw(st.booleans()):
+            indices = sorted(indices)
+        values = [draw(st.sampled_from([b"1", b"0.25", b"-2", b"3e1", b"7", b"0", b"1.0000000000000000001",
+                                        b"-1E-5", b".5", b"5."])) for _ in indices]
+        pieces = [label] + [b"%d:%s" % (i, v) for i, v in zip(indices, values)]
+        if draw(st.integers(0, 5)) == 0:
+            pieces.append(draw(st.sampled_from([b"qid:7", b"# a comment", b"#", b"qid:1 # x:y"])))
+        lines.append(draw(st.sampled_from([b" ", b"\t", b"  ", b" \x0b"])).join(pieces))
+        if draw(st.integers(0, 5)) == 0:
+            lines.append(draw(st.sampled_from([b"", b"# only a comment", b"   "])))
+    if draw(st.booleans()):
+        for _ in range(draw(st.integers(1, 2))):
+            k = draw(st.integers(0, len(lines) - 1))
+            how = draw(st.sampled_from(["fragment", "duplicate", "replace"]))
+            if how == "fragment":
+                lines[k] += b" " + draw(st.sampled_from(FRAGMENTS))
+            elif how == "duplicate" and b":" in lines[k]:
+                lines[k] += b" " + lines[k].split()[-1]
+            else:
+                lines[k] = draw(st.sampled_from(FRAGMENTS)) + lines[k][1:]
     return draw(st.sampled_from([b"\n", b"\r\n"])).join(lines) + draw(st.sampled_from([b"", b"\n", b"\n\n"]))
 
 
@@ -452,11 +462,7 @@ def libsvm_texts(draw):
 @given(libsvm_texts(), st.integers(0, 1000))
 def test_libsvm_text_matches_the_reference_reader(text, seed):
     import asyos.data.source as data_source
-    expected = ref_libsvm(text)
-    if expected is not None:
-        base = 0 if expected[2] == 0 else 1
-        if (expected[3] - base + 1) * data_source.BYTES_PER_FEATURE > AVAILABLE:
-            expected = None                                  # refused with the memory it would need
+    expected = expected_libsvm(text)
     with scratch() as tmp, mock.patch.object(data_source, "available_memory", lambda: AVAILABLE):
         path = os.path.join(tmp, "data.svm")
         with open(path, "wb") as fh:
@@ -473,6 +479,30 @@ def test_libsvm_text_matches_the_reference_reader(text, seed):
     got = {(int(r), int(c)): float(v) for r, c, v in zip(coo.row, coo.col, coo.data)}
     want = {(r, i - base): v for r, row in enumerate(entries) for i, v in row.items() if v != 0.0}
     assert {k: v for k, v in got.items() if v != 0.0} == want
+
+
+@fuzz(0.5)
+@given(libsvm_texts(), st.integers(0, 2 ** 32 - 1))
+def test_damaged_gzip_libsvm_is_refused_or_read_exactly(text, seed):
+    """A ``.gz`` libsvm file with bytes flipped: gzip's CRC-32 refuses it (a damaged deflate stream was a
+    zlib.error traceback), or the text read is the text written."""
+    import gzip
+    import asyos.data.source as data_source
+    rng = np.random.default_rng(seed)
+    raw = bytearray(gzip.compress(text))
+    flips = int(rng.integers(0, 4))
+    for at in rng.integers(0, len(raw), size=flips):
+        raw[at] ^= int(rng.integers(1, 256))
+    expected = expected_libsvm(text)
+    with scratch() as tmp, mock.patch.object(data_source, "available_memory", lambda: AVAILABLE):
+        path = os.path.join(tmp, "data.svm.gz")
+        with open(path, "wb") as fh:
+            fh.write(bytes(raw))
+        kind, d = outcome(lambda: read_libsvm(path, seed))
+    if kind == "ok":
+        assert expected is not None and list(d.y) == expected[0]
+    else:
+        assert expected is None or flips, f"refused a valid .gz file: {d}"
 
 
 # ----------------------------------------------------------------------------------------------- TOML
@@ -502,12 +532,17 @@ VALUES = st.one_of(st.integers(-10 ** 20, 10 ** 20), st.integers(-3, 200), st.fl
 @st.composite
 def toml_files(draw):
     """``(bytes, settings or None)``: the settings when the file is a well-typed table of known names."""
-    keys = draw(st.lists(st.one_of(st.sampled_from(field_names()),
-                                   st.sampled_from(["n-features", "step-divisor", "budgets", "run", "Budget"]),
-                                   st.text(alphabet="abcdefgh_-", min_size=1, max_size=6)),
-                         max_size=5, unique_by=lambda k: k.replace("-", "_")))
-    values = [draw(VALUES) for _ in keys]
-    layout = draw(st.sampled_from(["top", "run", "run", "both", "other-table"]))
+    if draw(st.booleans()):                  # known names, values of their types (ranges unchecked)
+        keys = draw(st.lists(st.sampled_from(field_names()), max_size=5, unique=True))
+        values = [draw(typed_values(k)) for k in keys]
+        keys = [k.replace("_", "-") if draw(st.booleans()) else k for k in keys]
+    else:
+        keys = draw(st.lists(st.one_of(st.sampled_from(field_names()),
+                                       st.sampled_from(["n-features", "step-divisor", "budgets", "run", "Budget"]),
+                                       st.text(alphabet="abcdefgh_-", min_size=1, max_size=6)),
+                             max_size=5, unique_by=lambda k: k.replace("-", "_")))
+        values = [draw(VALUES) for _ in keys]
+    layout = draw(st.sampled_from(["top", "top", "run", "run", "run", "both", "other-table"]))
     body = "".join(f"{json.dumps(k)} = {toml_value(v)}\n" for k, v in zip(keys, values))
     if layout == "top":
         text = body
@@ -518,7 +553,7 @@ def toml_files(draw):
     else:
         text = "[run]\n" + body + "[extra]\nx = 1\n"
     raw = text.encode()
-    damage = draw(st.sampled_from(["none"] * 5 + ["latin1", "cut", "nul", "binary"]))
+    damage = draw(st.sampled_from(["none"] * 8 + ["latin1", "cut", "nul", "binary"]))
     if damage == "latin1":
         raw = raw + "# caf\u00e9\n".encode("latin-1")
     elif damage == "cut" and raw:
@@ -532,6 +567,19 @@ def toml_files(draw):
         well_typed(k.replace("-", "_"), v) for k, v in zip(keys, values))
     return raw, expected_ok, damage == "none" and (layout in ("both", "other-table") or not known or not all(
         well_typed(k.replace("-", "_"), v) for k, v in zip(keys, values) if k.replace("-", "_") in field_names()))
+
+
+def typed_values(name):
+    from asyos.config import RunConfig
+    hint = typing.get_type_hints(RunConfig)[name]
+    base = next((a for a in typing.get_args(hint) if a is not type(None)), hint)
+    if base is bool:
+        return st.booleans()
+    if base is int:
+        return st.integers(-2, 50)
+    if base is float:
+        return st.floats(-1, 100, allow_nan=False) | st.sampled_from([math.inf, math.nan])
+    return st.sampled_from(["os", "auto", "exchange", "kdd16", "standard", "none", "max", "0", "1", "x"])
 
 
 def well_typed(name, value):
