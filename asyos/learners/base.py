@@ -140,8 +140,8 @@ class Estimator(BaseEstimator):
                                  y_numeric=self._task() == "regression")
         except InputError:
             raise
-        except ValueError as error:         # its first line: the NaN message goes on with advice over lines
-            raise InputError(str(error).strip().split("\n", 1)[0]) from None
+        except ValueError as error:         # on one line (scikit-learn's NaN and 1-D messages have several)
+            raise InputError(" ".join(str(error).split())) from None
 
     def _check_fitted(self):
         check_is_fitted(self)
