@@ -326,7 +326,7 @@ def load_toml(path: str) -> dict:
             raw = tomllib.load(fh)
     except OSError as exc:
         raise InputError(f"cannot read config file {path!r}: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:      # TOML is UTF-8 text
+    except tomllib.TOMLDecodeError as exc:
         raise InputError(f"config file {path!r} is not valid TOML: {exc}") from None
     table = raw.get("run", raw)
     if not isinstance(table, dict):
