@@ -89,7 +89,11 @@ class RunConfig:
     group_size: int = 1
     # output
     output: Optional[str] = None
+    overwrite: bool = False                 # replace a previous run's files in --output (else refused)
     quiet: bool = False
+    # checkpoints (asyos.resume): seconds between saves (None: DEFAULT_EVERY_S with --output; 0: on stop only)
+    checkpoint_every: Optional[float] = None
+    resume: bool = False                    # set by --resume DIR (the run's settings come from DIR)
 
     # -- derived ------------------------------------------------------------------------------
     @property
@@ -212,6 +216,12 @@ class RunConfig:
         _require(self.decrease_constant is None or self.variant == "kdd16",
                  "--decrease-constant is KDD'16's c (--variant kdd16); the exchange variant keeps a substitution "
                  "only if the loss falls")
+        _require(self.checkpoint_every is None or self.checkpoint_every >= 0,
+                 f"--checkpoint-every must be >= 0 seconds; got {self.checkpoint_every}")
+        _require(self.checkpoint_every is None or self.output is not None,
+                 "--checkpoint-every needs --output (the checkpoint is written there)")
+        _require(not self.overwrite or self.output is not None, "--overwrite goes with --output (the directory "
+                                                                "whose previous run it replaces)")
         _require(self.watchdog_timeout > 0, f"--watchdog-timeout must be > 0; got {self.watchdog_timeout}")
         _require(self.setup_timeout > 0, f"--setup-timeout must be > 0; got {self.setup_timeout}")
         _require(self.staleness_policy in POLICIES,
@@ -319,13 +329,19 @@ def _coerce(name: str, value, source: str):
 
 def load_toml(path: str) -> dict:
     """Settings from a TOML file, keys normalised to field names and values type-checked."""
+    if os.path.isdir(path):
+        raise InputError(f"config file {path!r} is a directory, not a TOML file")
     if not os.path.isfile(path):
-        raise InputError(f"config file {path!r} does not exist")
+        raise InputError(f"config file {path!r} does not exist" if not os.path.exists(path)
+                         else f"config file {path!r} is not a regular file")
     try:
         with open(path, "rb") as fh:
             raw = tomllib.load(fh)
     except OSError as exc:
         raise InputError(f"cannot read config file {path!r}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:           # TOML is UTF-8; tomllib decodes before it parses
+        raise InputError(f"config file {path!r} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
+                         f"offset {exc.start}); TOML files must be UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"config file {path!r} is not valid TOML: {exc}") from None
     table = raw.get("run", raw)
@@ -344,6 +360,8 @@ def load_toml(path: str) -> dict:
         name = key.replace("-", "_")
         if name == "passes" and value == "auto":
             continue                      # the default
+        if name == "resume":
+            raise InputError(f"{path}: resume is the --resume DIR flag, not a setting")
         if name not in FIELD_TYPES:
             known = ", ".join(sorted(FIELD_TYPES))
             raise InputError(f"{path}: unknown setting {key!r} (known: {known})")

@@ -24,3 +24,15 @@ class DivergenceError(InputError):
 
 class ConvergenceWarning(UserWarning):
     """The run finished, but its result is suspect (e.g. worse than the empty model)."""
+
+
+class SelectionWarning(ConvergenceWarning):
+    """A fitted budget learner's model is suspect: fewer features than its budget, one class predicted
+    for every training sample, or a training accuracy below the majority-class rate
+    (``BudgetedSelector``'s check after every ``fit``). A ``ConvergenceWarning``, so that the CLI
+    prints it and writes it into the results record."""
+
+
+class StepSizeWarning(ConvergenceWarning):
+    """The learner's default step (``eta="auto"``, ``gamma="auto"``) diverged on the data and was
+    reduced until the fit was finite (``asyos.learners.stream.auto_step``)."""

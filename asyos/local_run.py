@@ -17,7 +17,8 @@ from .metrics import evaluate
 from .problem import open_data_source, resolve_problem
 from .registry import get_algorithm
 from .report import build_record, format_summary, report_warnings
-from .results import prepare_output_dir, write_results
+from .results import prepare_run_output, write_results
+from .resume import finished, fit_resumable, save_run_config
 
 
 def run_local(config) -> int:
@@ -29,8 +30,8 @@ def run_local(config) -> int:
     if streams_rows(config):                    # a sample-stream learner learns from the file as it is read
         return run_stream(config)
     t0 = time.perf_counter()
-    if config.output:
-        prepare_output_dir(config.output)
+    prepare_run_output(config)
+    save_run_config(config)
     spec = get_algorithm(config.algorithm)
     simulated = config.simulate or config.algorithm == "asy-os"
     stream = spec.family == "stream"
@@ -66,7 +67,7 @@ def run_local(config) -> int:
                                           max_staleness=config.max_staleness, policy=config.staleness_policy,
                                           schedule=config.schedule, random_state=config.seed)
         if simulated or not config.tune:            # grid_search leaves the best point fitted
-            estimator.fit(data.X, data.y)
+            fit_resumable(estimator, data.X, data.y, config)
     t2 = time.perf_counter()
     notes = report_warnings(caught)
 
@@ -117,6 +118,7 @@ def run_local(config) -> int:
         rows = [tuple(r[k] for k in ("worker", "step", "pass", "feature", "event", "weight")) for r in log] \
             if log is not None else None
         path = write_results(config.output, record, rows)
+        finished(config)
         if not config.quiet:
             print(f"  results: {path}", flush=True)
     return EXIT_OK

@@ -89,9 +89,10 @@ def format_summary(record: dict) -> str:
 def report_warnings(caught) -> list:
     """Print the run's ``ConvergenceWarning``s as ``asyos: warning:`` lines; return their texts.
 
-    ``caught`` is the list from ``warnings.catch_warnings(record=True)`` around a fit; other
-    warnings are shown as Python would have shown them."""
-    notes = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    ``caught`` is the list from ``warnings.catch_warnings(record=True)`` around a fit (a warning
+    repeated, e.g. by every simulated worker, is reported once); other warnings are shown as
+    Python would have shown them."""
+    notes = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)))
     for note in notes:
         print(f"asyos: warning: {note}", file=sys.stderr, flush=True)
     for w in caught:

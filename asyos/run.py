@@ -18,7 +18,8 @@ import atexit
 import sys
 import traceback
 
-from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, InputError
+from .checkpoint import RunInterrupted
+from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, InputError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -157,7 +158,14 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--group-size", type=int, help="group lasso over consecutive groups of K columns (default 1)")
     g = p.add_argument_group("output")
     g.add_argument("--output", help="directory for results.json and selection_log.csv")
+    g.add_argument("--overwrite", action="store_true", help="replace the files of a previous run in --output "
+                                                           "(without it, a used --output is refused)")
     g.add_argument("--quiet", action="store_true", help="no summary on stdout")
+    g.add_argument("--checkpoint-every", type=float, metavar="SECONDS",
+                   help="with --output: save the run's state to DIR/checkpoint.pkl every SECONDS (default 60; "
+                        "0: only when stopped by SIGTERM or Ctrl-C, which save and exit 143 / 130)")
+    g.add_argument("--resume", metavar="DIR", help="continue the stopped run whose --output was DIR, with its "
+                                                   "settings (DIR/run_config.json) from its last checkpoint")
     return p
 
 
@@ -167,6 +175,12 @@ def parse_config(argv):
     if args.pop("list_algorithms", False):
         return None
     config_path = args.pop("config", None)
+    resume_dir = args.pop("resume", None)
+    if resume_dir is not None:
+        from .resume import resume_settings
+        if config_path:
+            raise InputError("--resume continues a run with its own settings; it does not take --config")
+        return build_config(resume_settings(resume_dir, args), {})
     file_settings = load_toml(config_path) if config_path else {}
     return build_config(file_settings, args)
 
@@ -194,10 +208,12 @@ def main(argv=None) -> int:
     if supervisor.should_supervise():           # before numpy and MPI are loaded
         return supervisor.supervise()
     atexit.register(supervisor.mark_finished)   # registered before mpi4py: runs after MPI_Finalize
-    if _env.launched_by_mpi():
-        import signal
-        signal.signal(signal.SIGINT, _first_interrupt)
-    status = _main(argv)
+    from .checkpoint import StopSignals
+    StopSignals.install()                       # SIGTERM / Ctrl-C: save a checkpoint, then stop (asyos.resume)
+    try:
+        status = _main(argv)
+    finally:
+        StopSignals.uninstall()
     supervisor.run_ended()
     return status
 
@@ -232,11 +248,14 @@ def _main(argv) -> int:
             raise
         _abort(comm, rank, f"exited with status {exc.code} before the run finished", EXIT_INTERNAL)
         raise
-    except KeyboardInterrupt:
-        if comm is not None:
-            _interrupted(comm, rank)
-        print("asyos: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except RunInterrupted as exc:               # a stop request, the state saved (asyos.checkpoint)
+        from .resume import report_interrupted
+        if comm is not None and exc.path is None:
+            _interrupted(comm, rank, exc, config)  # outside a loop that saves: end the whole job now
+        if rank == 0:
+            report_interrupted(config, exc, f"mpiexec -n {comm.Get_size()} " if comm is not None else "")
+        return exc.exit_status
+
     except BaseException as exc:  # noqa: BLE001 - anything else is a bug: report, abort the job
         if comm is None:
             raise
@@ -263,29 +282,22 @@ def _benchmark(argv) -> int:
         return EXIT_USAGE
 
 
-_interrupts = [0]
-
-
-def _first_interrupt(_signum, _frame):
-    """Under ``mpiexec`` the same Ctrl-C can reach a rank twice (from the launcher and forwarded by
-    its supervisor): only the first raises ``KeyboardInterrupt``, so the second cannot break into
-    the handling of the first."""
-    _interrupts[0] += 1
-    if _interrupts[0] == 1:
-        raise KeyboardInterrupt
-
-
-def _interrupted(comm, rank):
-    """Ctrl-C under ``mpiexec``: the launcher sends SIGINT to every rank; rank 0 says so once and
-    aborts the job with ``EXIT_INTERRUPTED`` (``MPI_Abort`` passes its code on exactly: ranks
-    leaving on their own made the launcher report 9 or 3, whichever it saw first). The others wait
-    for that; one interrupted alone ends the job itself after ``INTERRUPT_GRACE`` seconds."""
+def _interrupted(comm, rank, exc, config):
+    """A stop under ``mpiexec`` that no loop answered (set-up, the finish, no ``--output``): the
+    launcher signals every rank; rank 0 says so once (and writes what it can) and aborts the job
+    with ``128 + signal`` (``MPI_Abort`` passes its code on exactly: ranks leaving on their own
+    made the launcher report 9 or 3, whichever it saw first). The others wait for that; one
+    stopped alone ends the job itself after ``INTERRUPT_GRACE`` seconds."""
     import time
     from .distributed.transport import abort_job
+    from .resume import report_interrupted
     if rank != 0:
         time.sleep(INTERRUPT_GRACE)
-    abort_job(comm, EXIT_INTERRUPTED, "asyos: interrupted; ending the job" if rank == 0
-              else f"asyos: rank {rank} interrupted; ending the job")
+    elif config is not None:
+        report_interrupted(config, exc, f"mpiexec -n {comm.Get_size()} ", quiet=True)
+    from .checkpoint import signal_name
+    abort_job(comm, exc.exit_status, f"asyos: stopped by {signal_name(exc.signum)}; ending the job" if rank == 0
+              else f"asyos: rank {rank} stopped by {signal_name(exc.signum)}; ending the job")
 
 
 INTERRUPT_GRACE = 3.0

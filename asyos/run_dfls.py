@@ -19,6 +19,17 @@ and solves the final problem accurately as the reference, so the printed summary
 time next to retraining's and how far each is from the optimum. ``--output DIR`` writes
 ``results.json``, ``path.csv`` (theta and every coefficient along the path) and ``path.png`` (the
 path, like the paper's App. C figures; needs matplotlib).
+
+**Checkpoints** (``--output DIR``, ``asyos.resume``): the run has five phases (the initial fit, the
+change along the path, the reference solve, the cold and the warm retrain). After each, when
+``--checkpoint-every`` seconds have passed, the model (without its standardized columns, which are
+data: they are rebuilt from ``X`` on resume, by the same computations, and checked against a SHA-256
+of the saved run's) and the results of the phases done are saved; the group-lasso solves (the fit,
+the reference and the retrains: FISTA, ``batch_solvers.fista``) are also saved between iterations,
+where a stop request is answered. The path (the fast phase, DFLS's point) and the l_p solves
+(scipy's L-BFGS keeps its state to itself) are one call each: SIGTERM/SIGINT stops them at once
+and the run resumes from the last save. ``--resume DIR`` skips what was saved: the
+results are the uninterrupted run's, bit for bit (the ``seconds`` of the phases aside).
 """
 from __future__ import annotations
 
@@ -30,12 +41,14 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from .checkpoint import RunInterrupted
 from .errors import EXIT_OK, InputError
 
 DEFAULT_BLOCK = "20%"
 HOLD_OUT = 0.3
 SYNTHETIC_DEFAULTS = dict(n_samples=1000, n_features=50, n_informative=10, noise=1.0)
 RETRAIN_TOL = 1e-7
+CHECKPOINT_KIND = "dfls"
 
 
 def parse_block(spec: str, n_units: int, seed: int) -> np.ndarray:
@@ -99,11 +112,12 @@ def _rmse(model, X, y) -> float:
 
 def run_dfls(config) -> int:
     from .learners.path.dfls import DFLS
-    from .results import environment, prepare_output_dir, write_json_atomic
+    from .results import atomic_file, environment, prepare_run_output, write_json_atomic
+    from .resume import checkpointer_for, finished, save_run_config
 
     t0 = time.perf_counter()
-    if config.output:
-        prepare_output_dir(config.output)
+    prepare_run_output(config)
+    save_run_config(config)
     if config.add_features is not None and config.remove_features is not None:
         raise InputError("give --add-features or --remove-features, not both")
     direction = "remove" if config.remove_features is not None else "add"
@@ -129,28 +143,100 @@ def run_dfls(config) -> int:
     rest = np.setdiff1d(np.arange(m), block)
     grouped = model.penalty == "group_lasso"
 
+    checkpoint = checkpointer_for(config)
+    saved = checkpoint.take(CHECKPOINT_KIND) if checkpoint is not None else None
+    done = {} if saved is None else saved["phases"]
+
+    def design(changed):
+        """The standardized columns the model holds after ``fit`` (or after the change), rebuilt
+        from ``X`` by the same computations as the run's (``_columns`` of the same blocks)."""
+        if direction == "add":
+            Z = model._columns(X[:, rest], "X")[0]
+            return np.hstack([Z, model._columns(X[:, block], "X_new")[0]]) if changed else Z
+        Z = model._columns(X, "X")[0]
+        return Z[:, rest] if changed else Z
+
+    if saved is not None:
+        model.__dict__.update(saved["model"])
+        model._store_design(design("change" in done))
+        if _digest(model.X_) != saved["design"]:
+            raise InputError(f"checkpoint {checkpoint.path}: the data's columns differ from the saved run's; "
+                             f"rerun without --resume")
+
+    inside = {} if saved is None or saved.get("inside") is None else dict([saved["inside"]])
+    where = {"inside": None}
+
+    def progress():
+        within = where["inside"]
+        if within is None:
+            return {"phases done": ", ".join(done) or "none"}
+        name, state = within
+        return {"phases done": ", ".join(done) or "none",
+                "in": f"{name}, iteration {(state['fista'] if 'fista' in state else state)['k']}"}
+
+    def between(name):
+        def poll(state):
+            where["inside"] = (name, state)
+            checkpoint.poll(CHECKPOINT_KIND, capture, progress)
+        return poll
+
+    def phase(name, compute, iterations=False):
+        """Run phase ``name`` unless the resumed run did; then save if it is time. A phase of
+        FISTA ``iterations`` (the group-lasso solves) also saves between iterations, and answers a
+        stop request at the next; the others (the path, and the l_p solves) are one call each,
+        stopped at once by a signal, and resume from the last save."""
+        if name not in done:
+            polled = iterations and checkpoint is not None and model.penalty == "group_lasso"
+            try:
+                if polled:
+                    with checkpoint.watching():
+                        done[name] = compute(inside.pop(name, None), between(name))
+                else:
+                    done[name] = compute(None, None) if iterations else compute()
+            except RunInterrupted as exc:
+                if exc.path is not None:
+                    raise
+                kept = checkpoint is not None and os.path.exists(checkpoint.path)
+                raise RunInterrupted(exc.signum, checkpoint.path if kept else None, progress()) from None
+            where["inside"] = None
+            if checkpoint is not None:
+                checkpoint.poll(CHECKPOINT_KIND, capture, progress)
+        return done[name]
+
+    def capture():
+        return {"phases": done, "model": {k: v for k, v in model.__dict__.items() if k != "_design"},
+                "design": _digest(model.X_), "inside": where["inside"]}
+
     if direction == "add":
-        model.set_params(groups=labels[rest] if grouped else None).fit(X[:, rest], y)
-        start = model.w_.copy()
-        model.add_features(X[:, block], groups=labels[block] if grouped else None)
+        start = phase("fit", lambda state, poll: model.set_params(groups=labels[rest] if grouped else None).fit(
+            X[:, rest], y, state=state, between=poll).w_.copy(), iterations=True)
+        phase("change", lambda: model.add_features(X[:, block], groups=labels[block] if grouped else None).path_)
         final = np.r_[rest, block]                 # the model's columns, in its order
         warm_start = np.r_[start, np.zeros(block.size)]
     else:
-        model.set_params(groups=labels if grouped else None).fit(X, y)
-        start = model.w_.copy()
-        model.remove_features(block)
+        start = phase("fit", lambda state, poll: model.set_params(groups=labels if grouped else None).fit(
+            X, y, state=state, between=poll).w_.copy(), iterations=True)
+        phase("change", lambda: model.remove_features(block).path_)
         final = rest
         warm_start = start[rest]
     path = model.path_
     t_change = path.seconds
 
-    reference = DFLS(**{**model.get_params(), "groups": labels[final] if grouped else None}).fit(X[:, final], y)
-    cold = model.batch_solve(tol=RETRAIN_TOL)
-    warm = model.batch_solve(w0=warm_start, tol=RETRAIN_TOL)
+    def solve_reference(state, poll):
+        reference = DFLS(**{**model.get_params(), "groups": labels[final] if grouped else None}).fit(
+            X[:, final], y, state=state, between=poll)
+        return {"w": reference.w_, "kkt_residual": reference.kkt_residual_,
+                "test_rmse": _rmse(reference, X_test[:, final], y_test)}
+
+    reference = phase("reference", solve_reference, iterations=True)
+    cold = phase("retrain cold", lambda state, poll: model.batch_solve(tol=RETRAIN_TOL, state=state, between=poll),
+                 iterations=True)
+    warm = phase("retrain warm", lambda state, poll: model.batch_solve(w0=warm_start, tol=RETRAIN_TOL, state=state,
+                                                                       between=poll), iterations=True)
     coef = np.zeros(m)
     coef[final] = model.coef_
     rmse = _rmse(model, X_test[:, final], y_test)
-    rmse_ref = _rmse(reference, X_test[:, final], y_test)
+    rmse_ref = reference["test_rmse"]
     record = {
         "algorithm": "dfls", "direction": direction, "penalty": model.penalty, "alpha": float(model.alpha),
         "exponent": model.exponent_ if model.penalty == "lp" else None, "group_size": size,
@@ -159,8 +245,8 @@ def run_dfls(config) -> int:
                  "kkt_residual_path": path.kkt_residual_path, "phase1_theta": path.phase1_theta,
                  "transitions": path.transitions, "rhs_evaluations": path.n_rhs, "newton_steps": path.n_newton,
                  "fallback": path.fallback, "test_rmse": rmse},
-        "reference": {"test_rmse": rmse_ref, "max_coef_difference": float(np.max(np.abs(model.w_ - reference.w_))),
-                      "kkt_residual": reference.kkt_residual_},
+        "reference": {"test_rmse": rmse_ref, "max_coef_difference": float(np.max(np.abs(model.w_ - reference["w"]))),
+                      "kkt_residual": reference["kkt_residual"]},
         "retrain_cold": _retrain_record(cold, reference),
         "retrain_warm": _retrain_record(warm, reference),
         "coef": coef, "intercept": model.intercept_, "support": np.flatnonzero(coef),
@@ -170,9 +256,10 @@ def run_dfls(config) -> int:
         print(_summary(record), flush=True)
     if config.output:
         write_json_atomic(os.path.join(config.output, "results.json"), record)
+        finished(config)
         thetas, coefs = path.sample()
         names = [f"w{c}" for c in (np.r_[rest, block] if direction == "add" else np.arange(m))]
-        with open(os.path.join(config.output, "path.csv"), "w", newline="") as fh:
+        with atomic_file(os.path.join(config.output, "path.csv"), newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(["theta", *names])
             writer.writerows([[f"{t:.10g}", *(f"{v:.10g}" for v in row)] for t, row in zip(thetas, coefs)])
@@ -186,7 +273,13 @@ def run_dfls(config) -> int:
 def _retrain_record(result, reference) -> dict:
     return {"seconds": result.seconds, "iterations": result.n_iter, "converged": result.converged,
             "kkt_residual": result.kkt_residual,
-            "max_coef_difference": float(np.max(np.abs(result.coef - reference.w_)))}
+            "max_coef_difference": float(np.max(np.abs(result.coef - reference["w"])))}
+
+
+def _digest(Z) -> str:
+    """A checksum of the model's standardized columns (checked when they are rebuilt on resume)."""
+    import hashlib
+    return hashlib.sha256(np.ascontiguousarray(Z).tobytes()).hexdigest()
 
 
 def _summary(r) -> str:
@@ -239,6 +332,8 @@ def plot_path(path, filename, title) -> bool:
     ax.set_ylabel("coefficient (standardized)")
     ax.set_title(f"{title}\nred: the block's features, blue: the others; dotted: transition points", fontsize=9)
     fig.tight_layout()
-    fig.savefig(filename, dpi=110)
+    from .results import atomic_file
+    with atomic_file(filename, "wb") as fh:
+        fig.savefig(fh, dpi=110, format="png")
     plt.close(fig)
     return True

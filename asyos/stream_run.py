@@ -14,6 +14,14 @@ number of passes is the learner's (``--passes``; ``auto`` is ``ceil(2 p / n)`` w
 scan of the file), each pass re-reading the file. Standard input is read once: ``auto`` means one
 pass there, and more passes are refused.
 
+**Checkpoints** (``--output DIR``, ``asyos.resume``): the estimator and the position (pass, rows
+done in it) are saved before a chunk every ``--checkpoint-every`` seconds and on SIGTERM/SIGINT;
+``--resume DIR`` reads the file again from that row (``iter_rows(start, ...)``: the same chunks,
+since the position is a whole number of chunks) and continues the same ``partial_fit`` calls, so
+the model is the uninterrupted run's bit for bit. Standard input is read once: it is never
+checkpointed and ``--resume`` of such a run is refused. ``--tune`` (``run_local``'s grid search)
+saves nothing.
+
 **Metrics.** The record has ``run_local``'s fields. For a file, the training metrics are those of
 the final model, computed by ``asyos.metrics.evaluate`` from its predictions in one more streaming
 pass (the predictions and labels, 16 bytes a row, are kept; the rows are not). Standard input
@@ -28,6 +36,7 @@ scikit-learn's ``load_svmlight_file`` and one SGD epoch takes 31.9 s and 2.1 GB.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import os
@@ -38,6 +47,7 @@ import numpy as np
 
 from .errors import EXIT_OK, ConvergenceWarning, InputError
 
+CHECKPOINT_KIND = "stream-file"
 # the fitted attributes of the sample-stream learners copied into the record
 FITTED = ("n_samples_seen_", "n_updates_", "online_accuracy_", "lam_", "n_steps_", "raw_intercept_")
 
@@ -72,11 +82,14 @@ def run_stream(config) -> int:
     from .problem import resolve_problem
     from .registry import get_algorithm
     from .report import build_record, format_summary, report_warnings
-    from .results import prepare_output_dir, write_results
+    from .results import prepare_run_output, write_results
+    from .resume import checkpointer_for, finished, save_run_config
 
     t0 = time.perf_counter()
-    if config.output:
-        prepare_output_dir(config.output)
+    prepare_run_output(config)
+    if config.data == "-" and config.resume:
+        raise InputError("standard input is read once: a run reading it cannot be resumed")
+    save_run_config(config)
     spec = get_algorithm(config.algorithm)
     source = open_rows(config)
     chunk_rows = max(1, int(config.chunk_rows))
@@ -102,11 +115,30 @@ def run_stream(config) -> int:
     progress = Progress(None if stdin else problem.n_samples * passes, enabled=not config.quiet)
     t1 = time.perf_counter()
     u_parts, y_parts = [], []
-    with warnings.catch_warnings(record=True) as caught:
+    checkpoint = checkpointer_for(config)          # None for standard input (read once: nothing to resume)
+    first, skip = 0, 0
+    saved = checkpoint.take(CHECKPOINT_KIND) if checkpoint is not None else None
+    if saved is not None:
+        estimator, first, skip = saved["estimator"], saved["pass"], saved["rows"]
+        progress.done = first * problem.n_samples + skip
+    where = {"pass": first, "rows": skip}
+
+    def capture():
+        return {"estimator": estimator, **where}
+
+    def report():
+        return {"pass": f"{where['pass'] + 1} of {passes}", "rows": where["rows"]}
+
+    with warnings.catch_warnings(record=True) as caught, \
+            checkpoint.watching() if checkpoint is not None else contextlib.nullcontext():
         warnings.simplefilter("always", ConvergenceWarning)
-        for _ in range(passes):
-            chunks = stream if stdin else source.iter_rows(0, problem.n_samples, chunk_rows)
+        for k in range(first, passes):
+            start = skip if k == first else 0           # resumed: the pass continues at its saved row
+            where["pass"], where["rows"] = k, start
+            chunks = stream if stdin else source.iter_rows(start, problem.n_samples, chunk_rows)
             for X, y in chunks:
+                if checkpoint is not None:
+                    checkpoint.poll(CHECKPOINT_KIND, capture, report)
                 if stdin:
                     problem.loss.check_labels(y, where="the labels of <stdin>")
                     fitted = hasattr(estimator, "_state")
@@ -114,6 +146,7 @@ def run_stream(config) -> int:
                                    else np.zeros(y.size))
                     y_parts.append(y)
                 estimator.partial_fit(X, y, classes=classes)
+                where["rows"] += y.size
                 progress.advance(y.size)
     t2 = time.perf_counter()
     notes = report_warnings(caught)
@@ -147,6 +180,7 @@ def run_stream(config) -> int:
               f"{chunk_rows}: {extra['samples_per_s']:.0f} samples/s", flush=True)
     if config.output:
         path = write_results(config.output, record, None)
+        finished(config)
         if not config.quiet:
             print(f"  results: {path}", flush=True)
     return EXIT_OK

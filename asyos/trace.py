@@ -23,6 +23,16 @@ class ObjectiveTrace:
         self.rows = []
         self._next = 0
 
+    def __getstate__(self):
+        """The clock's origin is this process's: a checkpoint keeps the time elapsed instead."""
+        state = dict(self.__dict__)
+        state["start"] = self.clock() - self.start
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.start = self.clock() - state["start"]
+
     def __call__(self, central):
         if self.due(central.steps):
             self.record(central)

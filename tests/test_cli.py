@@ -185,3 +185,165 @@ def test_the_run_records_the_intercept_and_the_variant(tmp_path):
                        str(tmp_path / "kdd16"))
     record = json.loads((tmp_path / "kdd16" / "results.json").read_text())
     assert rc == 0 and record["intercept"] == 0.0 and record["n_passes"] == 3
+
+
+# ---------------------------------------------------------------- bad inputs answered before any work
+@pytest.fixture(scope="module")
+def odd(tmp_path_factory):
+    d = tmp_path_factory.mktemp("odd")
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((40, 6))
+    y = X[:, 0] - X[:, 1] + 0.1 * rng.standard_normal(40)
+    np.savez(d / "rows0.npz", X=np.zeros((0, 5)), y=np.zeros(0))
+    np.savez(d / "cols0.npz", X=np.zeros((40, 0)), y=y)
+    np.savez(d / "huge.npz", X=X * 1e300, y=y)
+    np.savez(d / "tiny.npz", X=X * 1e-300, y=y)
+    np.savez(d / "zero.npz", X=np.zeros_like(X), y=y)
+    (d / "ok.svm").write_text("".join(f"{v:.3f} 1:{a:.3f} 2:{b:.3f}\n" for v, a, b in zip(y, X[:, 0], X[:, 1])))
+    (d / "empty.svm").write_text("")
+    os.mkfifo(d / "fifo")
+    (d / "hugecol").mkdir()                     # column-major: read by ColumnShard
+    np.save(d / "hugecol" / "X.npy", np.asfortranarray(X * 1e300))
+    np.save(d / "hugecol" / "y.npy", y)
+    return d
+
+
+ODD = [
+    (["--data", "{d}/fifo", "--budget", "1"], "is a named pipe (FIFO)"),
+    (["--data", "/dev/zero", "--budget", "1", "--n-features", "5"], "is a character device"),
+    (["--data", "{d}/ok.svm", "--test-data", "{d}/fifo", "--budget", "1"], "--test-data"),
+    (["--data", "{d}/rows0.npz", "--budget", "1"], "has no samples"),
+    (["--data", "{d}/rows0.npz", "--budget", "1", "--algorithm", "ofs"], "has no samples"),
+    (["--data", "{d}/empty.svm", "--budget", "1", "--n-features", "5"], "no samples"),
+    (["--data", "{d}/cols0.npz", "--budget", "1"], "has no features"),
+    (["--data", "{d}/huge.npz", "--budget", "2"], "squares overflow float64"),
+    (["--data", "{d}/huge.npz", "--budget", "2", "--variant", "kdd16"], "squares overflow float64"),
+    (["--data", "{d}/huge.npz", "--budget", "2", "--simulate"], "squares overflow float64"),
+    (["--data", "{d}/hugecol", "--budget", "2"], "squares overflow float64"),
+    (["--data", "{d}/ok.svm", "--budget", "1", "--n-features", "100000000000"], "of memory needed"),
+    (["--n-features", "1000000000", "--n-informative", "5"], "of memory needed"),
+]
+
+
+@pytest.mark.parametrize("args, message", ODD, ids=[" ".join(a[:2]) for a, _ in ODD])
+def test_odd_input_exits_2_with_one_line(odd, args, message):
+    rc, out, err = run("--quiet", *[a.format(d=odd) for a in args], timeout=60)
+    assert rc == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("asyos: error:"), err
+    assert message in lines[0]
+
+
+@pytest.mark.parametrize("name, warning, selected", [
+    ("tiny", "squares underflow float64", None), ("zero", "X is all zeros", 0)])
+@pytest.mark.parametrize("variant", ["exchange", "kdd16"])
+def test_a_vanishing_or_zero_scale_is_a_warning(odd, tmp_path, name, warning, selected, variant):
+    rc, out, err = run("--data", str(odd / f"{name}.npz"), "--budget", "2", "--variant", variant,
+                       "--output", str(tmp_path), "--quiet", timeout=60)
+    assert rc == 0, err
+    # the data's warning, then (when the fit shows it) the learner's: fewer features than the budget
+    lines = err.strip().splitlines()
+    assert all(line.startswith("asyos: warning:") for line in lines) and warning in lines[0], err
+    assert len(lines) == 1 or (len(lines) == 2 and "selected 0 of its budget" in lines[1]), err
+    record = json.loads((tmp_path / "results.json").read_text())
+    assert len(record["warnings"]) == len(lines) and warning in record["warnings"][0]
+    if selected is not None and variant == "exchange":
+        assert len(record["selected"]) == selected
+
+
+def _data_run(odd, output, *extra):
+    return run("--data", str(odd / "ok.svm"), "--budget", "1", "--output", str(output), "--quiet", *extra,
+               timeout=60)
+
+
+@pytest.mark.parametrize("name", ["results.json", "selection_log.csv"])
+def test_a_result_file_that_is_a_directory_is_refused_before_the_run(odd, tmp_path, name):
+    (tmp_path / name).mkdir()
+    rc, out, err = _data_run(odd, tmp_path)
+    assert rc == 2 and err.count("\n") == 1 and f"{name} is a directory" in err, err
+    assert sorted(os.listdir(tmp_path)) == [name]          # nothing computed, nothing written
+
+
+def test_an_output_that_is_a_file_is_refused(odd, tmp_path):
+    (tmp_path / "f").write_text("keep")
+    rc, out, err = _data_run(odd, tmp_path / "f")
+    assert rc == 2 and "is a file, not a directory" in err, err
+    assert (tmp_path / "f").read_text() == "keep"
+
+
+def test_a_used_output_is_refused_unless_overwrite_which_removes_every_old_file(odd, tmp_path):
+    out = tmp_path / "o"
+    assert _data_run(odd, out)[0] == 0
+    first = (out / "results.json").read_text()
+    assert (out / "results.json").stat().st_mode & 0o777 == 0o666 & ~_umask()
+    assert (out / "selection_log.csv").stat().st_size > 0
+    rc, _, err = _data_run(odd, out)                        # a rerun does not mix with the old results
+    assert rc == 2 and "holds a previous run's files" in err and "--overwrite" in err, err
+    assert (out / "results.json").read_text() == first
+    (out / "checkpoint").mkdir()                             # what an interrupted MPI run leaves
+    (out / "checkpoint" / "rank-1.pkl").write_bytes(b"x")
+    (out / "asyos-rank1-traceback-7.txt").write_text("old")
+    (out / "notes.txt").write_text("the user's")
+    rc, _, err = _data_run(odd, out, "--budget", "9", "--overwrite")     # fails on its input
+    assert rc == 2 and "budget 9" in err, err
+    assert sorted(os.listdir(out)) == ["notes.txt", "run_config.json"]  # no stale result survives
+    rc, _, err = _data_run(odd, out, "--overwrite")
+    assert rc == 0, err
+    assert {"results.json", "selection_log.csv", "notes.txt"} <= set(os.listdir(out))
+
+
+def test_overwrite_from_a_toml_file(odd, tmp_path):
+    out = tmp_path / "o"
+    assert _data_run(odd, out)[0] == 0
+    config = tmp_path / "c.toml"
+    config.write_text(f"[run]\noverwrite = true\noutput = '{out}'\n")
+    rc, _, err = run("--config", str(config), "--data", str(odd / "ok.svm"), "--budget", "1", "--quiet", timeout=60)
+    assert rc == 0, err
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_prepare_output_dir_accepts_a_used_directory_to_resume(tmp_path):
+    from asyos.errors import InputError
+    from asyos.results import prepare_output_dir
+    (tmp_path / "results.json").write_text("{}")
+    (tmp_path / "checkpoint.pkl").write_bytes(b"state")
+    with pytest.raises(InputError, match="previous run's files"):
+        prepare_output_dir(str(tmp_path))
+    prepare_output_dir(str(tmp_path), resume=True, overwrite=True)      # resuming never removes anything
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint.pkl", "results.json"]
+    prepare_output_dir(str(tmp_path), overwrite=True)
+    assert os.listdir(tmp_path) == []
+
+
+def test_atomic_file_leaves_the_old_file_when_writing_fails(tmp_path):
+    from asyos.results import atomic_file
+    path = tmp_path / "selection_log.csv"
+    path.write_text("old\n")
+    with pytest.raises(RuntimeError):
+        with atomic_file(str(path)) as fh:
+            fh.write("half")
+            raise RuntimeError("killed")
+    assert path.read_text() == "old\n" and os.listdir(tmp_path) == ["selection_log.csv"]
+    with atomic_file(str(path)) as fh:
+        fh.write("new\n")
+    assert path.read_text() == "new\n" and path.stat().st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def test_a_namespace_import_of_the_package_does_not_fail_the_run(tmp_path):
+    """Run from the directory holding a checkout named ``asyos``, the package was a namespace
+    package without ``__version__``: the environment record raised ImportError after the fit."""
+    package = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "asyos")
+    script = (f"import sys, types\nns = types.ModuleType('asyos')\nns.__path__ = [{package!r}]\n"
+              f"sys.modules['asyos'] = ns\nfrom asyos.run import main\n"
+              f"sys.exit(main(['--n-features', '40', '--n-informative', '3', '--quiet',\n"
+              f"               '--output', {str(tmp_path)!r}]))")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    from importlib.metadata import version
+    env = json.loads((tmp_path / "results.json").read_text())["environment"]
+    assert env["asyos"] == version("asyos") and env["python"]

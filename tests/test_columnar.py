@@ -298,7 +298,7 @@ def test_the_label_column_of_a_parquet_file_is_named_by_a_flag(tmp_path):
     assert done.returncode == 0, done.stderr
     record = json.loads((tmp_path / "o" / "results.json").read_text())
     assert sorted(record["selected"]) == np.flatnonzero(d.true_coef).tolist()
-    missing = run()
+    missing = run("--overwrite")                 # the same --output: the first run's files are replaced
     assert missing.returncode == 2 and "no label column 'y'" in missing.stderr
 
 

@@ -83,3 +83,24 @@ def test_settings_outside_the_run_table_are_refused_not_ignored(tmp_path, text, 
     path.write_text(text)
     with pytest.raises(InputError, match=f"{name} outside \\[run\\]"):
         load_toml(str(path))
+
+
+def test_a_config_file_that_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b"budget = 5\n# caf\xe9\n")
+    with pytest.raises(InputError, match="latin1.toml' is not UTF-8 text \\(byte 0xe9 at offset 16\\)"):
+        load_toml(str(path))
+
+
+def test_a_config_path_that_is_a_directory_is_named(tmp_path):
+    with pytest.raises(InputError, match="is a directory, not a TOML file"):
+        load_toml(str(tmp_path))
+
+
+def test_overwrite_goes_with_output(tmp_path):
+    with pytest.raises(InputError, match="--overwrite goes with --output"):
+        build_config({}, {"overwrite": True})
+    path = tmp_path / "c.toml"
+    path.write_text("overwrite = true\noutput = 'out'\n")
+    assert build_config(load_toml(str(path)), {}).overwrite is True
+    assert RunConfig().overwrite is False

@@ -384,3 +384,41 @@ def test_bad_libsvm_indices_are_refused_by_every_reader(tmp_path, line, message)
         list(open_source(str(path), n_features=4, index_base=1).iter_rows())
     assert convert([str(path), str(tmp_path / "out")]) == 2
     assert not (tmp_path / "out").exists()
+
+
+def test_values_whose_squares_overflow_are_refused():
+    from asyos.data.dataset import check_scale
+    X = np.random.default_rng(0).standard_normal((20, 4))
+    check_scale(X, "X")                                        # ordinary data: silent
+    X[3, 2] = 1e200
+    with pytest.raises(InputError, match="values up to 1e\\+200 .* squares overflow float64"):
+        check_scale(X, "X")
+    with pytest.raises(InputError, match="squares overflow"):
+        FeatureShard(sp.csr_matrix(X))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_vanishing_and_zero_scales_warn(sparse):
+    from asyos.data.dataset import check_scale
+    from asyos.errors import ConvergenceWarning
+    X = np.random.default_rng(0).standard_normal((20, 4))
+    X[:, 1] *= 1e-300
+    wrap = sp.csr_matrix if sparse else np.asarray
+    with pytest.warns(ConvergenceWarning, match="1 of 4 columns has no value above 1e-150"):
+        check_scale(wrap(X), "X")
+    with pytest.warns(ConvergenceWarning, match="every nonzero column"):
+        check_scale(wrap(X * 1e-300), "X")
+    with pytest.warns(ConvergenceWarning, match="X is all zeros"):
+        check_scale(wrap(np.zeros((5, 3))), "X")
+
+
+def test_an_allocation_larger_than_memory_is_refused_before_it_is_made():
+    from asyos.data.dataset import available_memory_bytes, check_fits_in_memory
+    available = available_memory_bytes()
+    assert available is not None and available > 0
+    check_fits_in_memory(available // 2, "half")
+    with pytest.raises(InputError, match="the thing: about .* GiB of memory needed"):
+        check_fits_in_memory(available * 2 + 2 ** 40, "the thing")
+    source = SyntheticSource(n_features=1000, n_informative=5, n_samples=10 ** 13)
+    with pytest.raises(InputError, match="synthetic train columns"):
+        source.columns_T(np.arange(1000))

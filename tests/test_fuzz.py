@@ -465,7 +465,7 @@ def libsvm_texts(draw):
 def test_libsvm_text_matches_the_reference_reader(text, seed):
     import asyos.data.source as data_source
     expected = expected_libsvm(text)
-    with scratch() as tmp, mock.patch.object(data_source, "available_memory", lambda: AVAILABLE):
+    with scratch() as tmp, mock.patch.object(data_source, "available_memory_bytes", lambda: AVAILABLE):
         path = os.path.join(tmp, "data.svm")
         with open(path, "wb") as fh:
             fh.write(text)
@@ -496,7 +496,7 @@ def test_damaged_gzip_libsvm_is_refused_or_read_exactly(text, seed):
     for at in rng.integers(0, len(raw), size=flips):
         raw[at] ^= int(rng.integers(1, 256))
     expected = expected_libsvm(text)
-    with scratch() as tmp, mock.patch.object(data_source, "available_memory", lambda: AVAILABLE):
+    with scratch() as tmp, mock.patch.object(data_source, "available_memory_bytes", lambda: AVAILABLE):
         path = os.path.join(tmp, "data.svm.gz")
         with open(path, "wb") as fh:
             fh.write(bytes(raw))

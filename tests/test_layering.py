@@ -207,7 +207,7 @@ def test_learners_do_not_import_distributed():
 # a link's ``step`` (``asyos.protocol.links``), inside a loop. One loop per scheduler.
 SCHEDULER_LOOPS = {
     "asyos.protocol.loopback": {"run_loopback"},                    # sequential OS, the finish
-    "asyos.protocol.simulator": {"_run"},                           # bounded staleness (KDD'16 Sec. 5.3)
+    "asyos.protocol.simulator": {"Simulation.run"},                 # bounded staleness (KDD'16 Sec. 5.3)
     "asyos.protocol.replay": {"_Simulation.run"},                   # every transport in simulated time
     "asyos.distributed.mpi_messages": {"MessagesTransport._each_step", "MessagesTransport._pipelined"},
     "asyos.distributed.mpi_shared": {"shared_steps"},               # shared memory, node-aggregated

@@ -157,7 +157,7 @@ def test_an_inferred_width_beyond_memory_is_refused_with_the_memory_needed(tmp_p
     """One stray index of 10^9 and no --n-features: refused before any p-sized array exists, saying the
     memory (4 GiB available here by monkeypatch, so that the check does not depend on the machine)."""
     import asyos.data.source as source
-    monkeypatch.setattr(source, "available_memory", lambda: 4 << 30)
+    monkeypatch.setattr(source, "available_memory_bytes", lambda: 4 << 30)
     path = tmp_path / "wide.svm"
     path.write_text("1 1:2 1000000000:3\n-1 5:1.5 1:4\n")
     with pytest.raises(InputError, match=r"index, 1000000000, makes p = 1,000,000,000 .* 29.8 GiB, more than "

@@ -499,8 +499,8 @@ def test_stale_updates_use_the_old_model(data):
 # -- the command line ---------------------------------------------------------------------------
 def run_cli(args, tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "asyos.run", *args, "--output", str(out)], capture_output=True,
-                          text=True, timeout=300, cwd=REPO)
+    proc = subprocess.run([sys.executable, "-m", "asyos.run", *args, "--output", str(out), "--overwrite"],
+                          capture_output=True, text=True, timeout=300, cwd=REPO)     # tests rerun into out
     return proc, (json.loads((out / "results.json").read_text()) if proc.returncode == 0 else None)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputError
+from .dataset import check_scale_of, column_max_abs
 from .shard import CONSTANT_TOLERANCE, CenteredRows, to_units
 
 CHUNK_BYTES = 1 << 24          # float64 bytes of one block of columns in the whole-shard passes
@@ -78,8 +79,10 @@ class ColumnShard:
         """One pass: offsets and scales (``FeatureShard``'s rule) and the squared norms of ``z``."""
         n = max(self.n_samples, 1)
         norms = np.empty(self.n_local)
+        colmax = np.zeros(self.n_local)
         for local in self._ranges():
             block = self._checked(self._raw(local), local)
+            colmax[local] = column_max_abs(block.T)
             if not self.standardized:
                 norms[local] = self._squares(block)
                 continue
@@ -100,6 +103,7 @@ class ColumnShard:
             if self.sparse and self._center:
                 shift = self.offsets[local] * scales
                 norms[local] = np.maximum(norms[local] - self.n_samples * shift ** 2, 0.0)
+        check_scale_of(colmax, self._name)
         return norms
 
     def _squares(self, block):

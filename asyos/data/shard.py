@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .dataset import as_float_matrix
+from .dataset import as_float_matrix, check_scale
 
 # a column whose spread is below this fraction of its magnitude is constant up to rounding
 CONSTANT_TOLERANCE = 1e-10
@@ -29,6 +29,7 @@ CONSTANT_TOLERANCE = 1e-10
 class FeatureShard:
     def __init__(self, X, columns=None, standardize=False, center=None):
         X = as_float_matrix(X, "X")
+        check_scale(X, "X")
         self.n_samples, self.n_local = X.shape
         self.columns = (np.arange(self.n_local, dtype=np.intp) if columns is None
                         else np.asarray(columns, dtype=np.intp))

@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import InputError
-from .dataset import Dataset
+from .dataset import Dataset, available_memory_bytes
 
 
 class FileSource:
@@ -127,22 +127,6 @@ def load_npy(path, what="array"):
         return np.load(path, allow_pickle=False)
 
 
-def available_memory() -> int:
-    """Bytes of memory available to a new allocation (``MemAvailable`` of ``/proc/meminfo``, else the
-    physical memory)."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):       # pragma: no cover - not Linux
-        return 1 << 62
-
-
 BYTES_PER_FEATURE = 32
 """The least memory a run holds per feature of p (4 float64): every learner keeps per-feature arrays (the
 sample-stream learners' records are 4 float64 a feature; sequential OS grew its peak RSS by 75 bytes a
@@ -154,8 +138,8 @@ def check_inferred_width(path, largest, p):
     """``InputError`` when ``p``, inferred from the ``largest`` index of a libsvm file (or of a Parquet
     file's index lists), needs more than the available memory at ``BYTES_PER_FEATURE`` a feature (the
     reader itself holds only the features that occur; the learners hold every one of the p)."""
-    need, have = p * BYTES_PER_FEATURE, available_memory()
-    if need > have:
+    need, have = p * BYTES_PER_FEATURE, available_memory_bytes()
+    if have is not None and need > have:
         raise InputError(f"{path}: its largest feature index, {largest}, makes p = {p:,} features (no --n-features "
                          f"given); a run holds at least {BYTES_PER_FEATURE} bytes a feature, {need / 2**30:.1f} GiB, "
                          f"more than the {have / 2**30:.1f} GiB available: check that index, or declare "

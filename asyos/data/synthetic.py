@@ -19,7 +19,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import InputError
-from .dataset import Dataset
+from .dataset import Dataset, check_fits_in_memory
 
 CHUNK = 16
 _TRUTH_STREAM, _NOISE_STREAM = 0x7E57, 0x0153
@@ -93,6 +93,8 @@ class SyntheticSource:
         """Feature-major block: row ``i`` is column ``columns[i]`` of ``X`` (length n of split)."""
         columns = np.asarray(columns, dtype=np.intp)
         n = self.n_train if split == "train" else self.n_test_samples
+        check_fits_in_memory(columns.size * n * 8, f"the synthetic {split} columns ({n} rows x {columns.size} "
+                                                  f"columns, float64)")
         out = np.empty((columns.size, n))
         if columns.size == 0:
             return out

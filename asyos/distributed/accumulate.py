@@ -11,21 +11,28 @@ rows (``rows_of_rank``), then the statistics are combined with two collectives:
 
 Waits are non-blocking requests polled with back-off (a rank blocked in an MPICH call spins a
 core). A rank that fails aborts the job with its message (``asyos.run``); one that dies is ended by
-the launcher. Forgetting (eq. 3.11) weighs samples by their order, which ranks reading in parallel
-do not have, so it is refused under MPI.
+the launcher. In one process, ``--output DIR`` saves the statistics and the rows read to
+``DIR/checkpoint.pkl`` every ``--checkpoint-every`` seconds and on SIGTERM/SIGINT, and ``--resume
+DIR`` reads on from there (``accumulate``); under ``mpiexec`` nothing is saved (``asyos.run`` does
+not turn the stop signals into requests there) and ``--resume`` is refused. Forgetting (eq. 3.11)
+weighs samples by their order, which ranks reading in parallel do not have, so it is refused under MPI.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import time
 
 import numpy as np
 
 from ..errors import InputError
-from ..learners.averages.stats import RunningAverages
+from ..learners.averages.stats import (EXTRACT_MATRICES, GRAM_MATRICES, REDUCE_MATRICES, RunningAverages,
+                                       check_gram_memory)
 from ..learners.base import decision_values
 
 PROGRESS_EVERY = 5.0          # seconds between progress lines
+CHECKPOINT_KIND = "running-averages"
 
 
 def rows_of_rank(n_rows: int, size: int, rank: int) -> tuple[int, int]:
@@ -79,15 +86,34 @@ class Progress:
 
 
 def accumulate(source, n_features, start, stop, chunk_rows=4096, forgetting=None, forget_by="sample",
-               check_labels=None, progress=None) -> RunningAverages:
-    """Running averages of the rows ``start:stop`` of ``source``, read in chunks."""
-    stats = RunningAverages(n_features, forgetting, forget_by)
-    for X, y in iter_source_rows(source, start, stop, chunk_rows):
-        if check_labels is not None:
-            check_labels(y)
-        stats.update(X, y)
-        if progress is not None:
-            progress.advance(X.shape[0])
+               check_labels=None, progress=None, checkpoint=None) -> RunningAverages:
+    """Running averages of the rows ``start:stop`` of ``source``, read in chunks.
+
+    ``checkpoint`` (an ``asyos.checkpoint.Checkpointer``) saves the statistics and the rows done
+    before a chunk (and once after the last, so a stop during the extraction keeps them all) and,
+    holding a saved state, reads on from that row: the chunks are the same (the position is a
+    whole number of chunks from ``start``), so the statistics are the uninterrupted run's bit for bit."""
+    saved = checkpoint.take(CHECKPOINT_KIND) if checkpoint is not None else None
+    stats, done = (RunningAverages(n_features, forgetting, forget_by), 0) if saved is None else \
+        (saved["stats"], saved["rows"])
+    if progress is not None:
+        progress.done = done
+
+    def poll():
+        if checkpoint is not None:
+            checkpoint.poll(CHECKPOINT_KIND, lambda: {"stats": stats, "rows": done},
+                            lambda: {"rows": f"{done} of {stop - start}"})
+
+    with checkpoint.watching() if checkpoint is not None else contextlib.nullcontext():
+        for X, y in iter_source_rows(source, start + done, stop, chunk_rows):
+            poll()
+            if check_labels is not None:
+                check_labels(y)
+            stats.update(X, y)
+            done += X.shape[0]
+            if progress is not None:
+                progress.advance(X.shape[0])
+        poll()
     return stats
 
 
@@ -120,13 +146,32 @@ def reduce_to_root(comm, stats: RunningAverages, backoff, root=0):
     return RunningAverages.from_buffers(vec_out, mat_out, shift_x, shift_y)
 
 
+def ranks_on_node(size: int) -> int:
+    """The ranks of this job on this node, from the launcher's environment (Open MPI, MPICH's Hydra,
+    PMI); ``size`` (all of them) when it does not say."""
+    for name in ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"):
+        value = os.environ.get(name, "")
+        if value.isdigit() and int(value) > 0:
+            return min(int(value), size)
+    return size
+
+
+def matrices_on_node(size: int) -> int:
+    """The p x p matrices one node holds at the peak (``stats``): one process accumulates and extracts;
+    under MPI every rank on the node also moves and reduces its averages, and the root extracts."""
+    if size == 1:
+        return GRAM_MATRICES
+    return REDUCE_MATRICES * ranks_on_node(size) + 1 + EXTRACT_MATRICES
+
+
 def run_running_averages(config, comm=None) -> int:
     """The CLI for the running-averages learners (one process, or every rank of ``comm``)."""
     from ..errors import ConvergenceWarning
     from ..problem import open_data_source, resolve_problem
     from ..registry import get_algorithm
     from ..report import build_record, format_summary
-    from ..results import prepare_output_dir, write_results
+    from ..results import prepare_run_output, write_results
+    from ..resume import checkpointer_for, finished, save_run_config
     import warnings
 
     rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
@@ -137,9 +182,16 @@ def run_running_averages(config, comm=None) -> int:
         if config.simulate or config.tune:
             raise InputError(f"{config.algorithm} accumulates running averages: --simulate and --tune do not apply "
                              f"(its statistics are the same in any order and on any number of ranks)")
-        if rank == 0 and config.output:
-            prepare_output_dir(config.output)
+        if rank == 0:
+            prepare_run_output(config)
+            if comm is None:
+                save_run_config(config)
+            elif config.resume:
+                raise InputError("--resume continues a run in one process; under mpiexec the running averages "
+                                 "are not checkpointed")
         source = open_data_source(config)
+        if getattr(source, "n_features", None):          # before any row is read
+            check_gram_memory(source.n_features, matrices_on_node(size), config.algorithm)
         y = source.labels("train")
         problem = resolve_problem(config, source, y)
         estimator = spec.build(config, problem.loss.name, problem.budget)
@@ -161,8 +213,9 @@ def run_running_averages(config, comm=None) -> int:
     label = f"rank 0 of {size}: " if size > 1 else ""
     progress = Progress(stop - start, label, enabled=rank == 0 and not config.quiet)
     check = (lambda y_: problem.loss.check_labels(y_)) if problem.loss.task == "classification" else None
+    checkpoint = checkpointer_for(config) if comm is None else None     # one process (module docstring)
     stats = accumulate(source, problem.n_features, start, stop, config.chunk_rows, estimator.forgetting,
-                       estimator.forget_by, check, progress)
+                       estimator.forget_by, check, progress, checkpoint)
     t1 = time.perf_counter()
     if comm is not None:
         from .transport import Backoff
@@ -202,6 +255,7 @@ def run_running_averages(config, comm=None) -> int:
     if config.output:
         path = write_results(config.output, record, None)
         stats.save(f"{config.output}/running_averages.npz")
+        finished(config)
         if not config.quiet:
             print(f"  results: {path}", flush=True)
     return 0

@@ -35,6 +35,8 @@ the supervisor (``supervisor.py``). All waits poll with back-off (``transport.py
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 import traceback
 import warnings
@@ -42,6 +44,8 @@ import warnings
 import numpy as np
 
 from ..data.sharding import shard_columns
+from ..checkpoint import RunInterrupted, StopSignals
+from ..resume import finished, rank_checkpointer, save_run_config
 from ..errors import EXIT_CENTRAL_LOST, EXIT_OK, EXIT_WORKER_FAILED, EXIT_WORKER_LOST, ConvergenceWarning, InputError
 from ..data.columnar import is_column_matrix
 from ..learners.base import columns_dense
@@ -88,6 +92,9 @@ def run_mpi(config, comm) -> int:
     return EXIT_OK
 
 
+WORKER_KIND = "asy-os-worker"
+
+
 def run_asy_os(config, comm):
     """Asy-OS on ``comm`` (rank 0 central). Returns the results record on rank 0, ``None`` elsewhere."""
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -105,6 +112,8 @@ def run_asy_os(config, comm):
     setup, error = {}, None
     try:
         setup = _central_setup(config, n_workers) if rank == 0 else _worker_setup(config, rank, n_workers)
+        # a checkpoint of another problem is an input error every rank agrees on below
+        setup["checkpoint"] = rank_checkpointer(config, rank, size)
     except InputError as exc:
         error = str(exc)
     # one non-blocking collective agrees on input errors and on L_F (max over the shards)
@@ -123,12 +132,36 @@ def run_asy_os(config, comm):
     # now, it is freed however the job ends (only a clean MPI_Finalize would unlink it otherwise)
     unlink_segments(shared_memory_segments())
     name = resolve_transport(config, comm)
+    checkpoint = setup["checkpoint"]
+    if name == "node-aggregated" and checkpoint is not None:     # the same on every rank
+        if config.resume:
+            raise InputError("--resume: runs with the node-aggregated transport are not checkpointed")
+        checkpoint = None
     transport = TRANSPORTS[name](comm, setup["plan"], config, setup["problem"].n_samples, backoff)
-    with np.errstate(over="ignore", invalid="ignore"):   # divergence is reported by the kernel
+    # with a checkpointer, SIGTERM / SIGINT are stop requests: each worker saves at its next step and
+    # reports; the run then ends as usual and the central rank raises RunInterrupted (asyos.resume)
+    with np.errstate(over="ignore", invalid="ignore"), \
+            (checkpoint.watching() if checkpoint is not None else contextlib.nullcontext()):
         if rank == 0:
-            return _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscribed, transport)
-        _worker_main(config, comm, setup, lipschitz, backoff, transport)
+            return _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscribed, transport,
+                                 checkpoint)
+        _worker_main(config, comm, setup, lipschitz, backoff, transport, checkpoint)
     return None
+
+
+def _resume_point(comm, contribution, steps, backoff, timeout):
+    """A resumed run: ``u_C`` as the sum of every worker's contribution ``X_S w_S + b`` in its
+    checkpoint, and the steps they had taken (one collective, polled with a deadline). The
+    workers' checkpoints need not be of the same moment: each is its own consistent state, and
+    ``u_C`` is rebuilt from them rather than saved (pushes in flight at the stop are not lost)."""
+    mine = np.append(np.asarray(contribution, dtype=np.float64), float(steps))
+    total = np.empty_like(mine)
+    try:
+        wait_all([comm.Iallreduce(mine, total)], backoff, timeout)
+    except Deadline:
+        abort_job(comm, EXIT_CENTRAL_LOST, f"asyos: rank {comm.Get_rank()}: the ranks did not agree on the "
+                                           f"resumed state within {timeout:g} s; aborting the job")
+    return total[:-1], int(round(total[-1]))
 
 
 def resolve_transport(config, comm) -> str:
@@ -147,9 +180,9 @@ def resolve_transport(config, comm) -> str:
 
 # ------------------------------------------------------------------------------------ setup
 def _central_setup(config, n_workers):
-    from ..results import prepare_output_dir
-    if config.output:
-        prepare_output_dir(config.output)
+    from ..results import prepare_run_output
+    prepare_run_output(config)
+    save_run_config(config)
     source = open_data_source(config)
     y = source.labels("train")
     problem = resolve_problem(config, source, y)
@@ -183,22 +216,36 @@ def _worker_setup(config, rank, n_workers):
 
 
 # ----------------------------------------------------------------------------------- worker
-def _worker_main(config, comm, setup, lipschitz, backoff, transport):
+def _worker_main(config, comm, setup, lipschitz, backoff, transport, checkpoint=None):
     rank = comm.Get_rank()
     problem, shard, data, plan = setup["problem"], setup["shard"], setup["data"], setup["plan"]
     timeout = patience(config.watchdog_timeout, rank)         # for the central rank
     try:
-        worker = make_worker(shard, data.y, problem.loss, plan.budgets[rank - 1], lipschitz,
-                             config.substitution_options(), worker_id=rank - 1, slack=plan.slack,
-                             n_workers=plan.n_workers, total_budget=plan.budget, order=setup["order"])
-        compute_s, histogram = transport.run_worker(worker)
-        final = _final(worker, data, compute_s, histogram, setup["read_before"])
+        externals = {"shard": shard}
+        worker = checkpoint.take(WORKER_KIND, externals) if checkpoint is not None else None
+        if worker is None:
+            worker = make_worker(shard, data.y, problem.loss, plan.budgets[rank - 1], lipschitz,
+                                 config.substitution_options(), worker_id=rank - 1, slack=plan.slack,
+                                 n_workers=plan.n_workers, total_budget=plan.budget, order=setup["order"])
+        u0 = None
+        if config.resume:
+            u0, _ = _resume_point(comm, worker.contribution(), worker.steps, backoff, config.setup_timeout)
+        between = None if checkpoint is None else \
+            (lambda: checkpoint.poll(WORKER_KIND, lambda: worker, worker.progress, externals))
+        try:
+            compute_s, histogram = transport.run_worker(worker, between=between, u0=u0)
+            if checkpoint is not None:        # finished: saved, should a stop come before the others finish
+                checkpoint.save(WORKER_KIND, worker, worker.progress(), externals)
+            final = _final(worker, data, compute_s, histogram, setup["read_before"])
+        except RunInterrupted as exc:         # saved at the stop request: say so instead of a selection
+            final = {"worker": worker.worker_id, "stopped": exc.signum, "steps": worker.steps,
+                     "staleness_histogram": [0], "refused": worker.refused}
         wait_object(comm.isend(final, dest=0, tag=TAG_FINAL), backoff, timeout)
     except Deadline as exc:
         abort_job(comm, EXIT_CENTRAL_LOST,
                   f"asyos: worker rank {rank}: the central rank 0 did not answer ({exc}); aborting the job")
         raise
-    except KeyboardInterrupt:            # Ctrl-C reaches every rank: ``asyos.run`` ends each one
+    except (KeyboardInterrupt, RunInterrupted):   # a signal reaches every rank: ``asyos.run`` ends each one
         raise
     except BaseException as exc:  # noqa: BLE001 - report any failure to the central rank, then abort
         _report_failure(comm, rank, exc)
@@ -265,13 +312,19 @@ def _report_failure(comm, rank, exc):
 
 
 # ---------------------------------------------------------------------------------- central
-def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscribed, transport) -> dict:
+def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscribed, transport,
+                  checkpoint=None) -> dict:
     problem = setup["problem"]
     n = problem.n_samples
+    steps_before = 0
+    if config.resume:
+        u0, steps_before = _resume_point(comm, np.zeros(n), 0, backoff, config.setup_timeout)
     t_async0 = time.perf_counter()
     trace = ObjectiveTrace(config.trace_every, problem.loss, setup["y"]) if config.trace_every else None
     bound = config.max_staleness if transport.refuses_stale_pushes else None
     central = Central(n, max_staleness=bound, monitor=trace)
+    if config.resume:
+        central.u[:] = u0
     if trace is not None:
         trace.record(central)
     watch = Watch(comm, config.watchdog_timeout, report_dir=config.output)
@@ -281,13 +334,19 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
     end_run(comm, config.watchdog_timeout)
     transport.close()
     finals = watch.finals
+    stopped = [f["stopped"] for f in finals if f.get("stopped")]
+    if stopped or (checkpoint is not None and StopSignals.requested is not None):
+        steps = sum(f["steps"] for f in finals)
+        raise RunInterrupted(stopped[0] if stopped else StopSignals.requested,
+                             os.path.dirname(checkpoint.path) if checkpoint is not None else None,
+                             {"steps": steps, "workers stopped": f"{len(stopped)} of {len(finals)}"})
     for final in finals:                # when each worker finished: uneven progress shows here
         final["finished_s"] = final.pop("received_at") - t_async0
     if trace is not None:
         trace.record(central)
 
     record = _central_results(config, setup, finals, central, lipschitz, trace, async_s, busy_s, t_start,
-                              oversubscribed, transport.name, theta)
+                              oversubscribed, transport.name, theta, steps_before)
     from ..report import format_summary
     if not config.quiet:
         print(format_summary(record), flush=True)
@@ -295,13 +354,14 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
         from ..results import write_results
         rows = [row for f in finals for row in f["log"]]
         path = write_results(config.output, record, rows)
+        finished(config)
         if not config.quiet:
             print(f"  results: {path}", flush=True)
     return record
 
 
 def _central_results(config, setup, finals, central, lipschitz, trace, async_s, busy_s, t_start, oversubscribed,
-                     transport, theta=None):
+                     transport, theta=None, steps_before=0):
     from ..metrics import evaluate
     from ..report import build_record
     from ..report import report_warnings
@@ -350,7 +410,8 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         pushes_per_s=central.accepted / async_s if async_s > 0 else None,
         transport=transport,
         **_push_settings(config, transport),
-        steps=central.steps,
+        steps=central.steps + steps_before,
+        steps_before_resume=steps_before if config.resume else None,
         steps_per_push=central.steps / central.accepted if central.accepted else None,
         oversubscribed=bool(oversubscribed),
         step_size=finals[0]["step_size"] if finals else None,

@@ -39,16 +39,26 @@ class MessagesTransport:
         self.backoff = backoff
 
     # -- worker side ------------------------------------------------------------------------
-    def run_worker(self, worker):
-        """Run ``worker`` to the end of its passes; returns ``(compute seconds, None)``."""
+    def run_worker(self, worker, between=None, u0=None):
+        """Run ``worker`` to the end of its passes; returns ``(compute seconds, None)``.
+        ``between()``: called where no push is in flight (checkpoints); ``u0``: ``u_C`` to start
+        from (a resumed run)."""
         if self.push_mode == "pipelined":
-            return self._pipelined(Pipelined(worker, self.plan.others, self.max_batch)), None
-        return self._each_step(EachStep(worker, self.plan.others)), None
+            link = Pipelined(worker, self.plan.others, self.max_batch)
+            if u0 is not None:
+                link.view[:] = u0
+            return self._pipelined(link, between), None
+        link = EachStep(worker, self.plan.others)
+        if u0 is not None:
+            link.u[:] = u0
+        return self._each_step(link, between), None
 
-    def _each_step(self, link) -> float:
+    def _each_step(self, link, between=None) -> float:
         comm, backoff, timeout = self.comm, self.backoff, self.timeout
         compute_s = 0.0
         while True:
+            if between is not None:
+                between()
             t0 = time.perf_counter()
             message = link.step()
             compute_s += time.perf_counter() - t0
@@ -59,7 +69,7 @@ class MessagesTransport:
             wait_all([send, recv], backoff, timeout)
             link.settle()
 
-    def _pipelined(self, link) -> float:
+    def _pipelined(self, link, between=None) -> float:
         comm, backoff, timeout = self.comm, self.backoff, self.timeout
         send = recv = None
         compute_s = 0.0
@@ -70,6 +80,8 @@ class MessagesTransport:
                 send.Wait()                                   # the central has it: it answered
                 link.take_reply()
                 send = recv = None
+            if send is None and between is not None:
+                between()
             message = link.outgoing()
             if message is not None:
                 recv = comm.Irecv(link.reply, source=0, tag=TAG_REPLY)

@@ -79,7 +79,10 @@ class NodeAggregatedTransport:
         self._beat = None
 
     # -- worker side ------------------------------------------------------------------------
-    def run_worker(self, worker):
+    def run_worker(self, worker, between=None, u0=None):
+        """(Node aggregation is not checkpointed: ``between`` and ``u0`` stay ``None``.)"""
+        if between is not None or u0 is not None:
+            raise ValueError("the node-aggregated transport does not save or resume its state")
         rank = self.comm.Get_rank()
         index = self.my_group.index(rank)
         state = self.state

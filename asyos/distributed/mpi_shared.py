@@ -286,11 +286,18 @@ class SharedMemoryTransport:
         self._beat = None
 
     # -- worker side ------------------------------------------------------------------------
-    def run_worker(self, worker):
+    def run_worker(self, worker, between=None, u0=None):
+        """``between()``: called before every step (checkpoints); ``u0`` (a resumed run): the worker's
+        row starts as its own contribution ``X_S w_S + b``, so the rows still sum to ``u_C``."""
         threshold = OthersTop(self.state, self.plan.threshold_rank) if self.plan.keeps_threshold else None
         self._beat = BeatWatch(self.state.beat, self.timeout)
+        if u0 is not None:
+            index = worker.worker_id
+            self.state.rows[index][:] = worker.contribution()
+            if threshold is not None:
+                write_abs(self.state.weights[index], worker.state.w[:worker.state.size])
         return shared_steps(self.state, worker.worker_id, worker, self.max_staleness, threshold=threshold,
-                            central=self._beat)
+                            central=self._beat, between=between)
 
     def central_alive(self) -> bool:
         """For a finished worker waiting for its release: the central rank's beat moved."""

@@ -15,6 +15,8 @@ Everything is deterministic given ``random_state``.
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 from sklearn.base import clone
 from sklearn.utils._param_validation import HasMethods
@@ -23,6 +25,8 @@ from ..errors import InputError
 from ..learners.base import BudgetedSelector
 from ..learners.params import SEED, StrOptions, count
 from ..protocol.simulator import POLICIES, SCHEDULES, WorkerSchedule, check_simulation_args, choose_version
+
+CHECKPOINT_KIND = "sample-stream-simulator"
 
 
 def worker_streams(n_samples, n_passes, n_workers, rng):
@@ -56,12 +60,21 @@ class AsyncSampleStream(BudgetedSelector):
         self.schedule = schedule
         self.random_state = random_state
 
-    def fit(self, X, y):
+    def fit(self, X, y, checkpoint=None):
+        """Simulate the workers. ``checkpoint`` (an ``asyos.checkpoint.Checkpointer``) saves the
+        simulation between events (the central learner, the bounded history of its weights, each
+        worker's place in its stream, the generator and the schedule; the streams are drawn again
+        from ``learner.random_state``) and, holding a saved state, continues from it: the result
+        is the uninterrupted run's, bit for bit. The l1 weight search of ``lam="auto"``, run before
+        the simulation, is not saved: a stop there saves nothing."""
         self._validate_params()
         tau = self.n_workers if self.max_staleness is None else self.max_staleness
         check_simulation_args(tau, self.policy, self.schedule)
+        saved = checkpoint.take(CHECKPOINT_KIND) if checkpoint is not None else None
         learner = clone(self.learner)
-        if getattr(learner, "lam", None) == "auto":      # the l1 weight is searched sequentially first
+        if saved is not None:
+            learner.set_params(**saved["params"])
+        elif getattr(learner, "lam", None) == "auto":      # the l1 weight is searched sequentially first
             learner.set_params(lam=learner.fit(X, y).lam_)
         rows = learner.start(X, y)                        # the learner's public step API only
         n = rows.n_rows
@@ -69,8 +82,15 @@ class AsyncSampleStream(BudgetedSelector):
             raise InputError(f"{self.n_workers} workers but only {n} samples: every worker needs a sample")
         rng = np.random.default_rng(learner.random_state)
         streams = worker_streams(n, rows.passes, self.n_workers, rng)
-        self.staleness_, self.n_events_ = _simulate(learner, rows, streams, int(tau), self.policy, self.schedule,
-                                                    np.random.default_rng(self.random_state))
+        if saved is None:
+            run = _Run(learner, streams, int(tau), self.schedule, np.random.default_rng(self.random_state))
+        else:
+            run = saved["run"]
+            learner.__dict__.update(run.learner)
+            learner._cache = None
+            run.learner = learner
+        run.simulate(rows, streams, self.policy, checkpoint, {"params": learner.get_params()})
+        self.staleness_, self.n_events_ = _summary(run.counts), run.version
         self.learner_ = learner
         return self
 
@@ -86,39 +106,66 @@ class AsyncSampleStream(BudgetedSelector):
         return "learner_" in vars(self)
 
 
-def _simulate(learner, rows, streams, tau, policy, schedule, rng):
-    indptr, indices, data = rows.indptr, rows.indices, rows.data
-    batch = getattr(learner, "batch_size", 1)
-    history = np.zeros((tau + 1, learner.n_features_in_)) if tau > 0 else None
-    version = 0
-    if history is not None:
-        history[0] = learner.weights()
-    floors = [0] * len(streams)
-    cursor = [(0, 0)] * len(streams)                      # (pass, offset): batches never straddle passes
-    schedule = WorkerSchedule([i for i, s in enumerate(streams) if sum(map(len, s))], schedule, rng)
-    counts = np.zeros(tau + 1, dtype=np.int64)
-    while schedule:
-        slot, i = schedule.next()
-        part, offset = cursor[i]
-        order = streams[i][part][offset:offset + batch]
-        offset += order.shape[0]
-        while part < len(streams[i]) and offset >= len(streams[i][part]):
-            part, offset = part + 1, 0
-        cursor[i] = (part, offset)
-        read = choose_version(policy, rng, version, tau, floors[i])
-        margins = None
-        if read != version:
-            w = history[read % (tau + 1)]
-            margins = np.array([data[indptr[r]:indptr[r + 1]] @ w[indices[indptr[r]:indptr[r + 1]]] for r in order])
-        learner.step_rows(rows, order, margins)
-        counts[version - read] += 1
-        version += 1
-        floors[i] = version
-        if history is not None:
-            history[version % (tau + 1)] = learner.weights()
-        if part == len(streams[i]):
-            schedule.retire(slot)
-    return _summary(counts), version
+class _Run:
+    """The simulation's state between two events: what a checkpoint holds (the learner as its
+    attributes, ``__getstate__``)."""
+
+    def __init__(self, learner, streams, tau, schedule, rng):
+        self.learner = learner
+        self.tau = tau
+        self.history = np.zeros((tau + 1, learner.n_features_in_)) if tau > 0 else None
+        self.version = 0
+        if self.history is not None:
+            self.history[0] = learner.weights()
+        self.floors = [0] * len(streams)
+        self.cursor = [(0, 0)] * len(streams)             # (pass, offset): batches never straddle passes
+        self.rng = rng
+        self.schedule = WorkerSchedule([i for i, s in enumerate(streams) if sum(map(len, s))], schedule, rng)
+        self.counts = np.zeros(tau + 1, dtype=np.int64)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["learner"] = self.learner.__getstate__()
+        return state
+
+    def simulate(self, rows, streams, policy, checkpoint=None, extra=None):
+        learner, history, tau, rng, schedule = self.learner, self.history, self.tau, self.rng, self.schedule
+        indptr, indices, data = rows.indptr, rows.indices, rows.data
+        batch = getattr(learner, "batch_size", 1)
+        total = sum(sum(map(len, s)) for s in streams)
+
+        def capture():
+            return {"run": self, **(extra or {})}
+
+        def progress():
+            done = sum(sum(map(len, s[:part])) + offset for s, (part, offset) in zip(streams, self.cursor))
+            return {"events": self.version, "samples": f"{done} of {total}"}
+
+        with checkpoint.watching() if checkpoint is not None else contextlib.nullcontext():
+            while schedule:
+                if checkpoint is not None:
+                    checkpoint.poll(CHECKPOINT_KIND, capture, progress)
+                slot, i = schedule.next()
+                part, offset = self.cursor[i]
+                order = streams[i][part][offset:offset + batch]
+                offset += order.shape[0]
+                while part < len(streams[i]) and offset >= len(streams[i][part]):
+                    part, offset = part + 1, 0
+                self.cursor[i] = (part, offset)
+                read = choose_version(policy, rng, self.version, tau, self.floors[i])
+                margins = None
+                if read != self.version:
+                    w = history[read % (tau + 1)]
+                    margins = np.array([data[indptr[r]:indptr[r + 1]] @ w[indices[indptr[r]:indptr[r + 1]]]
+                                        for r in order])
+                learner.step_rows(rows, order, margins)
+                self.counts[self.version - read] += 1
+                self.version += 1
+                self.floors[i] = self.version
+                if history is not None:
+                    history[self.version % (tau + 1)] = learner.weights()
+                if part == len(streams[i]):
+                    schedule.retire(slot)
 
 
 def _summary(counts):

@@ -99,11 +99,11 @@ def write_traceback(directory, rank, text) -> str:
     directory), so the job's own message stays one line; returns the file's path."""
     import os
     import tempfile
+    from ..results import write_text_atomic
     directory = directory or tempfile.gettempdir()
     path = os.path.join(directory, f"asyos-rank{rank}-traceback-{os.getpid()}.txt")
     try:
-        with open(path, "w") as fh:
-            fh.write(text)
+        write_text_atomic(path, text)
     except OSError:
         return "not written"
     return path

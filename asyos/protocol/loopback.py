@@ -8,13 +8,18 @@ import numpy as np
 from .links import EachStep
 
 
-def run_loopback(worker, central, on_step=None) -> None:
+def run_loopback(worker, central, on_step=None, between=None) -> None:
     """Run ``worker`` to the end of its passes against ``central``. ``on_step()``, when given, is
     called for every step once it is proposed, before it is applied (simulated clocks, timing
-    harnesses), and may return True to stop after that step."""
+    harnesses), and may return True to stop after that step. ``between()``, when given, is called
+    before every step and once at the end, where the worker and the central node agree (a
+    checkpoint taken there resumes exactly: ``asyos.checkpoint``)."""
     link = EachStep(worker, reply=central.u_ext)
+    link.version = central.version              # a resumed run continues from the central node's version
     with np.errstate(over="ignore", invalid="ignore"):   # divergence is reported by the kernel
         while True:
+            if between is not None:
+                between()
             push = link.step()
             if push is None:
                 return

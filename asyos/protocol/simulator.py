@@ -69,24 +69,23 @@ def check_simulation_args(max_staleness, policy, schedule):
 
 
 def simulate(workers, central, max_staleness: int, policy: str = "max", schedule: str = "round-robin",
-             seed=0, threshold=None) -> SimulationReport:
+             seed=0, threshold=None, between=None, resume=None) -> SimulationReport:
     """Run every worker to the end of its passes under bounded staleness; returns the report.
 
     With ``threshold`` (a ``GlobalThreshold``: the global budget), a worker reads the other
     workers' reported ``|w|`` as of the same version as ``u_C`` (they come with the pull, so they
     are exactly as stale) and the central node records the worker's retained weights after every
-    push."""
+    push. ``between(simulation)``, when given, is called before every event and once at the end,
+    where the ``Simulation`` (workers, central node, generator, snapshots) is consistent: a copy
+    of it taken there (``asyos.checkpoint``) continues, as ``resume``, exactly as the run would
+    have."""
     check_simulation_args(max_staleness, policy, schedule)
-    tau = int(max_staleness)
-    rng = np.random.default_rng(seed)
-    history = _SnapshotHistory(central.u, tau + 1)
-    history.record(central.version, central.u)
-    floors = [central.version] * len(workers)
-    active = [i for i, w in enumerate(workers) if not w.done]
+    sim = resume if resume is not None else Simulation(workers, central, int(max_staleness), policy, schedule,
+                                                       seed, threshold)
     with np.errstate(over="ignore", invalid="ignore"):   # divergence is reported by the kernel
-        steps = _run(workers, central, tau, policy, schedule, rng, history, floors, active, threshold)
-    return SimulationReport(steps=steps, staleness=central.staleness_summary(), refused=central.refused,
-                            max_staleness=tau, policy=policy, schedule=schedule)
+        sim.run(between)
+    return SimulationReport(steps=sim.steps, staleness=sim.central.staleness_summary(), refused=sim.central.refused,
+                            max_staleness=sim.tau, policy=policy, schedule=schedule)
 
 
 class WorkerSchedule:
@@ -124,32 +123,52 @@ def choose_version(policy, rng, current, tau, floor):
     return current
 
 
-def _run(workers, central, tau, policy, schedule, rng, history, floors, active, threshold=None):
-    order = WorkerSchedule(active, schedule, rng)
-    if threshold is not None:                # the reported |w| by version, like the snapshots of u_C
-        pools = np.zeros((tau + 1,) + threshold.pool.shape)
-        others = np.empty(threshold.budget)
-    steps = 0
-    while order:
-        slot, i = order.next()
-        V = central.version
-        r = choose_version(policy, rng, V, tau, floors[i])
-        u = history.read(r, V, central.u)
-        if threshold is None:
-            push = workers[i].propose(u, r)
-        else:
-            pool = threshold.pool if r == V else pools[r % (tau + 1)]
-            push = workers[i].propose(u, r, threshold.others_top(i, out=others, pool=pool))
-        if push is None:
-            order.retire(slot)
-            continue
-        if not central.apply(push.delta, r, steps=int(push.buffer[central.n + PUSH_STEPS])):
-            raise AssertionError("simulator produced a push beyond the staleness bound")
-        workers[i].commit()
-        floors[i] = central.version
-        history.record(central.version, central.u)
-        if threshold is not None:
-            threshold.update(i, workers[i].state.weights, central.version)
-            pools[central.version % (tau + 1)] = threshold.pool
-        steps += 1
-    return steps
+class Simulation:
+    """The simulator's whole state: the workers and the central node, the generator, the
+    snapshots of ``u_C`` (and of the reported ``|w|``) within the bound, each worker's floor (the
+    version its own last push created) and the schedule."""
+
+    def __init__(self, workers, central, tau, policy, schedule, seed, threshold=None):
+        self.workers, self.central, self.tau, self.policy, self.threshold = workers, central, tau, policy, threshold
+        self.rng = np.random.default_rng(seed)
+        self.history = _SnapshotHistory(central.u, tau + 1)
+        self.history.record(central.version, central.u)
+        self.floors = [central.version] * len(workers)
+        self.order = WorkerSchedule([i for i, w in enumerate(workers) if not w.done], schedule, self.rng)
+        if threshold is not None:            # the reported |w| by version, like the snapshots of u_C
+            self.pools = np.zeros((tau + 1,) + threshold.pool.shape)
+            self.others = np.empty(threshold.budget)
+        self.steps = 0
+
+    def run(self, between=None):
+        workers, central, tau, policy, threshold = self.workers, self.central, self.tau, self.policy, self.threshold
+        rng, history, floors, order = self.rng, self.history, self.floors, self.order
+        while order:
+            if between is not None:
+                between(self)
+            slot, i = order.next()
+            V = central.version
+            r = choose_version(policy, rng, V, tau, floors[i])
+            u = history.read(r, V, central.u)
+            if threshold is None:
+                push = workers[i].propose(u, r)
+            else:
+                pool = threshold.pool if r == V else self.pools[r % (tau + 1)]
+                push = workers[i].propose(u, r, threshold.others_top(i, out=self.others, pool=pool))
+            if push is None:
+                order.retire(slot)
+                continue
+            if not central.apply(push.delta, r, steps=int(push.buffer[central.n + PUSH_STEPS])):
+                raise AssertionError("simulator produced a push beyond the staleness bound")
+            workers[i].commit()
+            floors[i] = central.version
+            history.record(central.version, central.u)
+            if threshold is not None:
+                threshold.update(i, workers[i].state.weights, central.version)
+                self.pools[central.version % (tau + 1)] = threshold.pool
+            self.steps += 1
+        if between is not None:
+            between(self)
+
+    def progress(self) -> dict:
+        return {"steps": self.steps, "pass": max(w._pass for w in self.workers) + 1}

@@ -133,6 +133,11 @@ class Worker:
         if self.owns_intercept:
             self._intercept_kernel = _kernels.intercept_kernel() if self.state.kernels == "numba" else None
 
+    def progress(self) -> dict:
+        """How far the worker got: steps committed, the pass and the features offered in it."""
+        return {"steps": self.steps, "pass": self._pass + 1,
+                "features offered": f"{self._pos}/{self.shard.n_local}"}
+
     @staticmethod
     def expected_steps(shard, passes) -> int:
         """Steps a worker takes at most (retained features are skipped; ``"auto"`` passes counted

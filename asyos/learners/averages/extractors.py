@@ -156,7 +156,10 @@ def ols_threshold(std, k, ridge="auto", refit=True) -> ExtractedModel:
 
 # -------------------------------------------------------------------------------------- OFSA
 def largest_eigenvalue(G) -> float:
-    """Largest eigenvalue of a symmetric positive semi-definite matrix."""
+    """Largest eigenvalue of a symmetric positive semi-definite matrix (0 for an empty one: no feature
+    varies, e.g. one sample)."""
+    if G.shape[0] == 0:
+        return 0.0
     if G.shape[0] <= 300:
         return float(np.linalg.eigvalsh(G)[-1])
     from scipy.sparse.linalg import eigsh

@@ -9,6 +9,12 @@ cost of a model does not depend on ``n``.
 Regression and ±1 classification use the same least-squares criterion (thesis Sec. 3.2.6: for two
 classes the least-squares direction is Fisher's discriminant); ``task="classification"`` checks the
 labels and predicts ``sign(decision_function)``.
+
+``fit`` and ``fit_stats`` extract the ``budget`` model once, for the check every budget learner's fit
+ends with (``BudgetedSelector.check_selection``: fewer features than the budget, one class predicted,
+an accuracy below the majority rate); ``partial_fit`` and ``learn_one`` stay lazy. The ``p x p`` averages
+are refused with ``InputError`` before they are allocated when they cannot fit in the memory
+available (``stats.check_gram_memory``).
 """
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import InputError
-from .stats import RunningAverages
+from .stats import EXTRACT_MATRICES, GRAM_MATRICES, RunningAverages, check_gram_memory
 from . import extractors
 from ..base import TASKS, BudgetedSelector, check_budget
 from ..params import BOOLEAN, BUDGET, Interval, Real, StrOptions, count, non_negative, positive, unit
@@ -77,16 +83,20 @@ class RunningAveragesSelector(BudgetedSelector):
         if not isinstance(stats, RunningAverages):
             raise InputError(f"fit_stats needs a RunningAverages; got {type(stats).__name__}")
         check_budget(self.budget, stats.n_features)
+        check_gram_memory(stats.n_features, EXTRACT_MATRICES, f"{type(self).__name__}.fit_stats")
         self.stats_ = stats
         self.n_features_in_ = stats.n_features
         if self.task == "classification":
             self.classes_ = np.array([-1.0, 1.0])
-        return self._touched()
+        self._touched()
+        self.check_selection(None, None)           # no data here: the number of features only
+        return self
 
     def _stats_for(self, p):
         stats = getattr(self, "stats_", None)
         if stats is None:
             check_budget(self.budget, p)
+            check_gram_memory(p, GRAM_MATRICES, type(self).__name__)
             self.stats_ = stats = RunningAverages(p, self.forgetting, self.forget_by)
         elif p != stats.n_features:
             raise InputError(f"X has {p} features, but {type(self).__name__} was fitted with {stats.n_features}")

@@ -40,6 +40,68 @@ from ...errors import InputError
 
 _FORMAT = "asyos.RunningAverages/1"
 
+# p x p float64 matrices alive at the peak, measured with tracemalloc at p = 800 (every learner of
+# running_averages, fit then extraction): the averages (1.14 with a batch of 100 rows) and the extraction on
+# top of them (3.02: the standardized Gram matrix and the extractor's working copies)
+ACCUMULATE_MATRICES = 1
+EXTRACT_MATRICES = 3
+GRAM_MATRICES = ACCUMULATE_MATRICES + EXTRACT_MATRICES
+# under MPI every rank holds its averages, a copy moved to the common shift and the buffer it reduces:
+# 3 (tracemalloc, p = 400: 5.15 with the root's reduced copy and from_buffers)
+REDUCE_MATRICES = 3
+# the matrices may take this share of the memory available, the rest is left to the data, the process and the
+# other processes of the machine: ofsa on basehock (p = 26214: 4 x 5.1 GiB = 20.5 GiB, peak RSS of dexter's
+# p = 20000 run 12.8 GB = 4.0 matrices) passed a check against all of the 21 GiB available and was killed by
+# the kernel's OOM killer at 12.3 GiB while other processes ran
+MEMORY_SHARE = 0.8
+GIB = float(2 ** 30)
+
+
+def available_memory():
+    """Bytes of memory this process may still allocate: ``MemAvailable`` of ``/proc/meminfo`` (else the
+    free pages, ``sysconf``), bounded by the cgroup's ``memory.max`` less its ``memory.current`` when
+    one is set; ``None`` when nothing says."""
+    found = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    found = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if found is None:
+        try:
+            found = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+        except (OSError, ValueError, AttributeError):
+            found = None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as f:
+            used = int(f.read().strip())
+        if limit != "max":
+            room = max(int(limit) - used, 0)
+            found = room if found is None else min(found, room)
+    except (OSError, ValueError):
+        pass
+    return found
+
+
+def check_gram_memory(n_features, matrices=GRAM_MATRICES, who="running averages"):
+    """Raise ``InputError`` when ``matrices`` p x p float64 matrices do not fit in ``MEMORY_SHARE`` of the
+    memory available (``available_memory``), before any is allocated. Without the check, p = 10^5 asked
+    for 74.5 GiB and died with a traceback (or was killed by the kernel) after reading the data."""
+    p = int(n_features)
+    one = 8.0 * p * p
+    need = matrices * one
+    available = available_memory()
+    if available is not None and need > MEMORY_SHARE * available:
+        raise InputError(f"{who}: the running averages of p = {p} features need {matrices} p x p matrices of "
+                         f"{one / GIB:.2f} GiB ({need / GIB:.1f} GiB), more than {MEMORY_SHARE:.0%} of the "
+                         f"{available / GIB:.1f} GiB of memory available; select fewer features first, or use a "
+                         f"learner whose memory is O(p) (b-arda, ofs, os)")
+
 
 @dataclass(frozen=True)
 class StandardizedStats:

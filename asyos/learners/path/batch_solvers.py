@@ -45,25 +45,35 @@ def kkt_residual(X, y, w, alpha, penalty) -> float:
 
 
 def fista_group_lasso(X, y, alpha, penalty: GroupLasso, w0=None, tol=1e-7, max_iter=100_000,
-                      lipschitz=None) -> BatchResult:
-    """FISTA with adaptive restart for eq. 9; ``lipschitz`` may be passed to skip its computation."""
+                      lipschitz=None, state=None, between=None) -> BatchResult:
+    """FISTA with adaptive restart for eq. 9; ``lipschitz`` may be passed to skip its computation.
+    ``state``, ``between``: see ``fista`` (``seconds`` then counts from the resumed start)."""
     t0 = time.perf_counter()
     n = X.shape[0]
     L = lipschitz if lipschitz is not None else lipschitz_constant(X)
     x, k, converged = fista(lambda w: X.T @ (X @ w - y) / n, L, penalty, alpha,
-                            np.zeros(X.shape[1]) if w0 is None else w0, tol, max_iter)
+                            np.zeros(X.shape[1]) if w0 is None else w0, tol, max_iter, state, between)
     return BatchResult(x, k, converged, time.perf_counter() - t0, kkt_residual(X, y, x, alpha, penalty))
 
 
-def fista(gradient, lipschitz, penalty, alpha, w0, tol=1e-7, max_iter=100_000):
+def fista(gradient, lipschitz, penalty, alpha, w0, tol=1e-7, max_iter=100_000, state=None, between=None):
     """Proximal gradient with Nesterov momentum, restarted whenever the momentum points uphill
-    (O'Donoghue & Candes 2015, gradient scheme). Returns ``(w, iterations, converged)``."""
+    (O'Donoghue & Candes 2015, gradient scheme). Returns ``(w, iterations, converged)``.
+
+    ``between(state)``, when given, is called before each iteration with the iterate so far
+    (``{"x", "z", "t", "k"}``: the point, the momentum point, the momentum weight and the
+    iterations done): a checkpoint saves it, and ``state`` continues from one, bit for bit."""
     step = 1.0 / lipschitz
-    x = np.array(w0, dtype=float)
-    z, t = x.copy(), 1.0
+    if state is None:
+        x = np.array(w0, dtype=float)
+        z, t, done = x.copy(), 1.0, 0
+    else:
+        x, z, t, done = state["x"], state["z"], state["t"], state["k"]
     converged = False
-    k = 0
-    for k in range(1, max_iter + 1):
+    k = done
+    for k in range(done + 1, max_iter + 1):
+        if between is not None:
+            between({"x": x, "z": z, "t": t, "k": k - 1})
         x_new = penalty.prox(z - step * gradient(z), step * alpha)
         move = x_new - x
         if np.dot(z - x_new, move) > 0:            # the momentum points uphill: restart it
@@ -104,8 +114,10 @@ def lbfgs_lp(X, y, alpha, penalty: LpNorm, w0=None, tol=1e-7, max_iter=100_000) 
                        time.perf_counter() - t0, kkt)
 
 
-def solve_batch(X, y, alpha, penalty, w0=None, tol=1e-7, max_iter=100_000) -> BatchResult:
-    """The batch solver that suits the penalty."""
+def solve_batch(X, y, alpha, penalty, w0=None, tol=1e-7, max_iter=100_000, state=None, between=None) -> BatchResult:
+    """The batch solver that suits the penalty. ``state``/``between`` (``fista``) apply to FISTA only:
+    scipy's L-BFGS keeps its state to itself, and ignores them."""
     if isinstance(penalty, GroupLasso):
-        return fista_group_lasso(X, y, alpha, penalty, w0=w0, tol=tol, max_iter=max_iter)
+        return fista_group_lasso(X, y, alpha, penalty, w0=w0, tol=tol, max_iter=max_iter, state=state,
+                                 between=between)
     return lbfgs_lp(X, y, alpha, penalty, w0=w0, tol=tol, max_iter=max_iter)

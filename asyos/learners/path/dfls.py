@@ -24,6 +24,7 @@ units; ``w_`` holds the coefficients of the standardized problem, which the pena
 """
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -187,8 +188,11 @@ class DFLS(Estimator):
         return state
 
     # -- fit ------------------------------------------------------------------------------------
-    def fit(self, X, y):
-        """Solve the batch problem on ``X`` (FISTA or L-BFGS, then Newton on the active set)."""
+    def fit(self, X, y, state=None, between=None):
+        """Solve the batch problem on ``X`` (FISTA or L-BFGS, then Newton on the active set).
+        ``between(state)``, when given, is called between FISTA iterations with the solve's state
+        (a checkpoint saves it) and ``state`` continues from one: the fit is the uninterrupted one's
+        bit for bit (group lasso; scipy's L-BFGS keeps its state to itself and is not polled)."""
         self._check_params()
         X, y = self._check_data(X, y, accept_sparse="csr")
         if X.shape[0] < 2:
@@ -203,22 +207,28 @@ class DFLS(Estimator):
         self.gram_ = Z.T @ Z / n
         self.xty_ = Z.T @ self.y_ / n
         penalty = self._make_penalty(self.groups_, Z.shape[1])
-        self.fit_result_ = self._solve(penalty, w0=None)
+        self.fit_result_ = self._solve(penalty, w0=None, state=state, between=between)
         self.w_ = self.fit_result_.coef
         self.path_ = None
         self._finish(penalty)
         return self
 
-    def _solve(self, penalty, w0) -> BatchResult:
+    def _solve(self, penalty, w0, state=None, between=None) -> BatchResult:
         """Batch solve on the stored data, then Newton on the active set; tighten the batch
-        tolerance if the active set it found is not the optimal one."""
+        tolerance if the active set it found is not the optimal one. ``state``/``between``: see ``fit``."""
         problem = PathProblem(self.gram_, self.xty_, np.zeros(self.gram_.shape[0], dtype=bool), penalty, self.alpha,
                               design=self.X_)
         target = self.tol * problem.scale_
         tol = 1e-6
-        total_iter, seconds = 0, 0.0
+        total_iter, seconds, inner = 0, 0.0, None
+        if state is not None:
+            w0, tol, total_iter, seconds, inner = (state[k] for k in ("w0", "tol", "iterations", "seconds", "fista"))
         while True:
-            result = solve_batch(self.X_, self.y_, self.alpha, penalty, w0=w0, tol=tol)
+            poll = None if between is None else functools.partial(
+                lambda fista, outer: between({**outer, "fista": fista}),
+                outer={"w0": w0, "tol": tol, "iterations": total_iter, "seconds": seconds})
+            result = solve_batch(self.X_, self.y_, self.alpha, penalty, w0=w0, tol=tol, state=inner, between=poll)
+            inner = None                    # (n_iter counts the iterations before a resume too)
             total_iter += result.n_iter
             seconds += result.seconds
             w, _, _ = newton_polish(problem, result.coef, 1.0, problem.active_groups(result.coef), 0.1 * target)
@@ -316,12 +326,13 @@ class DFLS(Estimator):
         return mask
 
     # -- comparisons ----------------------------------------------------------------------------
-    def batch_solve(self, w0=None, tol=1e-7) -> BatchResult:
+    def batch_solve(self, w0=None, tol=1e-7, state=None, between=None) -> BatchResult:
         """Retrain on the current columns with the batch solver (cold start, or warm from
-        ``w0``, coefficients of the standardized problem): the baseline DFLS replaces."""
+        ``w0``, coefficients of the standardized problem): the baseline DFLS replaces. ``state``,
+        ``between``: FISTA's iterate saved and resumed (``batch_solvers.fista``; group lasso only)."""
         self._check_fitted()
         return solve_batch(self.X_, self.y_, self.alpha, self._make_penalty(self.groups_, self.w_.size),
-                           w0=w0, tol=tol)
+                           w0=w0, tol=tol, state=state, between=between)
 
     # -- fitted face ----------------------------------------------------------------------------
     def _task(self):

@@ -3,7 +3,8 @@ or simulated as data-parallel workers (``asyos.distributed.stream_simulator``).
 
 Modules: ``sample_stream`` (the base class and its public face), ``budgeted`` (B-ARDA, B-AMD),
 ``ofs`` (OFS, SOFS), ``l1`` (l1-ARDA, Ada-FOBOS, OPG, RDA), ``sfsa`` (SFSA, TSGD), ``_stream_kernels``
-(the compiled row loops), ``tuning`` (the ECML'18 grid search), ``stream_learners`` (warm-up).
+(the compiled row loops), ``tuning`` (the ECML'18 grid search), ``stream_learners`` (warm-up),
+``resumable`` (``fit`` saved between row chunks and resumed bit for bit).
 """
 from ..spec import Family, algorithm
 

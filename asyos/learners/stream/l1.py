@@ -26,6 +26,12 @@ that gives those counts (test RMSE within 0.07, AUC within 0.02, either way).
 ``partial_fit`` with ``lam="auto"`` on an unfitted model runs that search on its first batch (each
 try a fresh one-pass ``partial_fit`` of the batch) and keeps the model found; every later
 ``partial_fit`` / ``learn_one``, and any on a model already fitted, continues with ``lam_``.
+
+**The step.** ``eta`` (``gamma`` for RDA) may be ``"auto"``, OPG's and RDA's default
+(``auto_step``): the former default value, reduced tenfold and the fit (the whole ``lam`` search)
+redone when it diverges. With ``"auto"`` a search whose best model has fewer than ``budget``
+features because weights above every non-diverged one with too many features diverged counts as
+diverged too (a smaller step may reach the budget there). ``eta_`` / ``gamma_`` is the value used.
 """
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ import numpy as np
 
 from ...errors import DivergenceError, InputError
 from . import _stream_kernels as K
+from .auto_step import AutoStep
 from ..budget_search import search_l1_weight
 from .sample_stream import SampleStreamLearner, StreamState
 from ..params import StrOptions, count, non_negative, positive
@@ -42,7 +49,7 @@ from ..params import StrOptions, count, non_negative, positive
 SEARCH = {"start": 1.0, "factor": 10.0, "max_expand": 12, "max_bisect": 30, "max_steps": 43, "precision": 1e-4}
 
 
-class L1Learner(SampleStreamLearner):
+class L1Learner(AutoStep, SampleStreamLearner):
     """Base of the l1 learners: the ``lam`` search around ``fit`` and the first ``partial_fit``."""
 
     budgeted_every_step = False
@@ -52,18 +59,25 @@ class L1Learner(SampleStreamLearner):
 
     tuned_parameters = {"eta": "grid"}          # lam follows the budget (lam="auto")
     _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "budget": [count(1), None],
-                              "lam": [non_negative(), StrOptions({"auto"})], "eta": [positive()],
-                              "delta": [positive()], "lam2": [non_negative()], "gamma": [positive()]}
+                              "lam": [non_negative(), StrOptions({"auto"})], "eta": [positive(), StrOptions({"auto"})],
+                              "delta": [positive()], "lam2": [non_negative()],
+                              "gamma": [positive(), StrOptions({"auto"})]}
 
     def _check_params(self, n_features):
         if self.lam == "auto" and self.budget is None:
             raise InputError("lam='auto' searches the l1 weight for a budget: give budget, or a numeric lam")
 
-    def fit(self, X, y):
-        if self.lam != "auto":
-            self.lam_ = self.lam
-            return super().fit(X, y)
-        return self._search_lam(lambda: super(L1Learner, self).fit(X, y))
+    def fit(self, X, y, checkpoint=None):
+        def run(last):
+            if self.lam != "auto":
+                self.lam_ = self.lam
+                return super(L1Learner, self).fit(X, y, checkpoint=checkpoint)
+            if checkpoint is not None:            # every fit of the search saved and resumed: resumable
+                from . import resumable
+                return resumable.search_lam(self, X, y, checkpoint, lambda saved, outer: resumable.fit_in_chunks(
+                    self, X, y, checkpoint, saved, outer), strict=not last)
+            return self._search_lam(lambda: super(L1Learner, self).fit(X, y), strict=not last)
+        return self._fit_adapting(run, X, y)
 
     def partial_fit(self, X, y, classes=None):
         if self.lam != "auto":
@@ -73,14 +87,16 @@ class L1Learner(SampleStreamLearner):
                 self.__dict__.pop("_state", None)   # every try starts afresh on the batch
                 super(L1Learner, self).partial_fit(X, y, classes=classes)
             try:
-                return self._search_lam(first_batch)
+                return self._fit_adapting(lambda last: self._search_lam(first_batch, strict=not last), X, y)
             except Exception:
                 self.__dict__.pop("_state", None)   # a failed first batch leaves the model unfitted
                 raise
         return super().partial_fit(X, y, classes=classes)
 
-    def _search_lam(self, run):
-        """``search_l1_weight`` over ``run()`` (a fit at ``self.lam_``); keeps the model it chose."""
+    def _search_lam(self, run, strict=False):
+        """``search_l1_weight`` over ``run()`` (a fit at ``self.lam_``); keeps the model it chose.
+        ``strict``: a model with fewer than ``budget`` features where divergence may have cost the
+        features (``_diverged_near``) raises ``DivergenceError``, for a smaller step to try again."""
         self._check_params(None)                  # lam='auto' without a budget is named before any fit
         diverged = []
 
@@ -96,9 +112,12 @@ class L1Learner(SampleStreamLearner):
         found = search_l1_weight(attempt, self.budget, warm=False, **SEARCH)
         self.lam_path_ = found.path
         best = found.at_most()
-        if diverged and (best is None or best.nnz == 0):
-            raise DivergenceError(f"{self._name()}: searching the l1 weight for budget {self.budget}, every fit "
-                                  f"that kept a feature diverged; {diverged[-1]}")
+        if diverged and (best is None or best.nnz == 0 or (strict and best.nnz < self.budget
+                                                           and _diverged_near(found.path, self.budget))):
+            which = "every fit that kept a feature" if best is None or best.nnz == 0 else \
+                f"the fits that could have kept more than {best.nnz} features"
+            raise DivergenceError(f"{self._name()}: searching the l1 weight for budget {self.budget}, {which} "
+                                  f"diverged; {diverged[-1]}")
         if best is None:
             top = max(weight for weight, _ in found.path)
             raise InputError(f"{self._name()}: no l1 weight up to {top:g} leaves at most {self.budget} features")
@@ -106,9 +125,25 @@ class L1Learner(SampleStreamLearner):
         self._state, self._cache = best.model
         return self
 
+    def _suspect_hint(self):
+        step = f"{self.step_parameter}={self._step_value():g}"
+        path = getattr(self, "lam_path_", None) if self.lam == "auto" else None
+        if not path:
+            return f"the l1 weight lam={self._lam_value():g} ({step}) decides how many features survive: lower it"
+        over = [(w, n) for w, n in path if n is not None and n > self.budget]
+        failed = sum(n is None for _, n in path)
+        text = f"the search of the l1 weight ended at lam_={self.lam_:.4g} ({step}, {len(path)} weights tried"
+        if over:
+            w, n = min(over, key=lambda item: (item[1], -item[0]))
+            text += f"; the nearest count above the budget was {n} features at lam={w:.4g}"
+        if failed:
+            text += f"; {failed} fits diverged"
+        return text + "): give a numeric lam, a smaller step, or use a budgeted learner (b-arda, b-amd)"
+
     def _stream_params(self):
         """A stream goes on with the searched ``lam_``; ``learn_one`` on an unfitted model with
         ``lam='auto'`` has no batch to search it on."""
+        self._keep_step()
         if self.lam != "auto":
             self.lam_ = self.lam
         elif getattr(self, "lam_", None) is None:
@@ -116,11 +151,19 @@ class L1Learner(SampleStreamLearner):
                              f"searches it over a fit or the first partial_fit")
 
 
+def _diverged_near(path, budget):
+    """Whether a fit diverged at an l1 weight above every weight that gave more than ``budget``
+    features: there the count was not known, and it may have been the budget."""
+    over = [w for w, n in path if n is not None and n > budget]
+    return any(n is None and w > max(over, default=0.0) for w, n in path)
+
+
 class L1ARDA(L1Learner):
     """l1-ARDA (ECML'18's baseline). Parameters: ``budget``, ``lam`` (``"auto"`` or the l1 weight),
     ``eta``, ``delta``, ``loss``, ``passes``, ``scale``, ``random_state``, ``n_features``."""
 
     algorithm_name = "l1-arda"
+    auto_start = 0.3
 
     def __init__(self, budget=10, lam="auto", eta=0.3, delta=1e-2, loss="squared_hinge", passes="auto",
                  scale="maxabs", random_state=0, n_features=None):
@@ -136,7 +179,7 @@ class L1ARDA(L1Learner):
 
     def _new_state(self, p, code):
         return StreamState(sg=np.zeros(p), sq=np.zeros(p), counts=np.zeros(3, dtype=np.int64),
-                           params=np.array([self.eta, self._lam_value(), self.delta, code], dtype=float))
+                           params=np.array([self._step_value(), self._lam_value(), self.delta, code], dtype=float))
 
     def _kernel(self, s):
         return K.l1arda_rows, (s.sg, s.sq, s.counts, s.params)
@@ -156,7 +199,8 @@ class _Proximal(L1Learner):
         delta = getattr(self, "delta", 1.0)
         return StreamState(w=np.zeros(p), sq=np.zeros(p), last=np.zeros(p, dtype=np.int64),
                            counts=np.zeros(3, dtype=np.int64),
-                           params=np.array([self.eta, self._lam_value(), self.lam2, delta, float(self.adaptive),
+                           params=np.array([self._step_value(), self._lam_value(), self.lam2, delta,
+                                            float(self.adaptive),
                                             code], dtype=float))
 
     def _kernel(self, s):
@@ -174,6 +218,7 @@ class AdaFOBOS(_Proximal):
 
     algorithm_name = "ada-fobos"
     adaptive = True
+    auto_start = 0.1
 
     def __init__(self, budget=10, lam="auto", eta=0.1, delta=1e-2, lam2=0.0, loss="squared_hinge",
                  passes="auto", scale="maxabs", random_state=0, n_features=None):
@@ -191,12 +236,14 @@ class AdaFOBOS(_Proximal):
 
 class OPG(_Proximal):
     """OPG / FOBOS: ``w <- soft(w - eta g, eta lam) / (1 + eta lam2)`` (l1, plus l2 with ``lam2 > 0``,
-    the thesis' choice for classification). Parameters: ``budget``, ``lam``, ``lam2``, ``eta``,
-    ``loss``, ``passes``, ``scale``, ``random_state``, ``n_features``."""
+    the thesis' choice for classification). Parameters: ``budget``, ``lam``, ``lam2``, ``eta``
+    (``"auto"``: 0.01, reduced on divergence, ``auto_step``), ``loss``, ``passes``, ``scale``,
+    ``random_state``, ``n_features``."""
 
     algorithm_name = "opg"
+    auto_start = 0.01
 
-    def __init__(self, budget=10, lam="auto", lam2=0.0, eta=0.01, loss="squared", passes="auto",
+    def __init__(self, budget=10, lam="auto", lam2=0.0, eta="auto", loss="squared", passes="auto",
                  scale="maxabs", random_state=0, n_features=None):
         self.budget = budget
         self.lam = lam
@@ -211,13 +258,16 @@ class OPG(_Proximal):
 
 class RDA(L1Learner):
     """l1-RDA (Xiao 2010): ``w_i = -soft(G_i / t, lam) / (lam2 + gamma / sqrt(t))``.
-    Parameters: ``budget``, ``lam``, ``lam2``, ``gamma``, ``loss``, ``passes``, ``scale``,
-    ``random_state``, ``n_features``."""
+    Parameters: ``budget``, ``lam``, ``lam2``, ``gamma`` (``"auto"``: 10, raised on divergence,
+    ``auto_step``), ``loss``, ``passes``, ``scale``, ``random_state``, ``n_features``."""
 
     algorithm_name = "rda"
     tuned_parameters = {"gamma": "inverse"}
+    step_parameter = "gamma"
+    step_grows = True
+    auto_start = 10.0
 
-    def __init__(self, budget=10, lam="auto", lam2=0.0, gamma=10.0, loss="squared", passes="auto",
+    def __init__(self, budget=10, lam="auto", lam2=0.0, gamma="auto", loss="squared", passes="auto",
                  scale="maxabs", random_state=0, n_features=None):
         self.budget = budget
         self.lam = lam
@@ -231,7 +281,7 @@ class RDA(L1Learner):
 
     def _new_state(self, p, code):
         return StreamState(sg=np.zeros(p), counts=np.zeros(3, dtype=np.int64),
-                           params=np.array([self._lam_value(), self.lam2, self.gamma, code], dtype=float))
+                           params=np.array([self._lam_value(), self.lam2, self._step_value(), code], dtype=float))
 
     def _kernel(self, s):
         return K.rda_rows, (s.sg, s.counts, s.params)

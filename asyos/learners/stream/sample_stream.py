@@ -235,7 +235,13 @@ class SampleStreamLearner(BudgetedSelector):
         return self._weights(self._state)[:self.n_features_in_]
 
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X, y, checkpoint=None):
+        """``passes`` passes over ``X``, each in a fresh random order. ``checkpoint`` (an
+        ``asyos.checkpoint.Checkpointer``) saves the fit between chunks of rows and, holding a saved
+        state, continues from it: the result is the uninterrupted fit's, bit for bit (``resumable``)."""
+        if checkpoint is not None:
+            from . import resumable
+            return resumable.fit(self, X, y, checkpoint)
         rows = self.start(X, y)
         rng = np.random.default_rng(self.random_state)
         for _ in range(rows.passes):
@@ -510,7 +516,8 @@ class SampleStreamLearner(BudgetedSelector):
         if cache is None:
             w = self.weights() / self.scale_
             if not np.all(np.isfinite(w)):      # a diverged run says what to change, never returns NaN
-                steps = ", ".join(f"{k}={getattr(self, k)!r}" for k in ("eta", "gamma") if hasattr(self, k))
+                steps = ", ".join(f"{k}={self.__dict__.get(k + '_', getattr(self, k))!r}"    # eta_: the value used
+                                  for k in ("eta", "gamma") if hasattr(self, k))
                 raise DivergenceError(f"{self._name()} diverged (non-finite weights after {int(self._state.counts[0])} "
                                       f"samples, {steps}): use a smaller step (eta) or a larger gamma, or scale "
                                       f"the features (scale='maxabs')")

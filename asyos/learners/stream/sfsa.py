@@ -14,6 +14,9 @@ The model a user sees (``coef_``, ``predict``) always has at most ``k`` features
 (or with ``truncate="end"``), it is the current iterate cut to its ``k`` largest scores. Work per
 mini-batch is ``O(nnz + p)`` (numpy; the ``p`` is the thresholding), i.e. ``O(p / batch_size)``
 per sample on top of the non-zeros.
+
+``eta="auto"`` (TSGD's default; SFSA takes it too) starts from the former default and is reduced
+tenfold, the fit redone, when the fit diverges (``auto_step``); ``eta_`` is the value used.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import numpy as np
 
 from ...truncation import annealing_schedule, keep_top_k
 from . import _stream_kernels as K
+from .auto_step import AutoStep
 from .sample_stream import SampleStreamLearner, StreamState, margins_arg
 from ..params import StrOptions, count, non_negative, positive
 
@@ -31,14 +35,14 @@ ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 
 
-class _MiniBatchThresholding(SampleStreamLearner):
+class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
     """Mini-batch gradient steps plus a thresholding rule (``_keep_count``)."""
 
     method = "sgd"
     fixed_width = True              # the annealing schedule and the thresholding run over all p features
 
     tuned_parameters = {"eta": "grid"}
-    _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "eta": [positive()],
+    _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "eta": [positive(), StrOptions({"auto"})],
                               "lam": [non_negative()], "batch_size": [count(1)], "method": [StrOptions(set(METHODS))],
                               "mu": [non_negative()], "horizon": [count(1), StrOptions({"auto"})],
                               "truncate": [StrOptions(set(TRUNCATIONS))]}
@@ -47,6 +51,13 @@ class _MiniBatchThresholding(SampleStreamLearner):
         return StreamState(beta=np.zeros(p), active=np.ones(p, dtype=bool), velocity=np.zeros(p),
                            second=np.zeros(p), sum_x=np.zeros(p), sum_x2=np.zeros(p), code=code,
                            horizon=None, counts=np.zeros(4, dtype=np.int64))   # [samples, batches, updates, mistakes]
+
+    def fit(self, X, y, checkpoint=None):
+        return self._fit_adapting(lambda last: super(_MiniBatchThresholding, self).fit(X, y, checkpoint=checkpoint),
+                                  X, y)
+
+    def _stream_params(self):
+        self._keep_step()
 
     def _run_rows(self, s, indptr, indices, data, y, order, margins=None):
         if s.horizon is None:
@@ -78,9 +89,10 @@ class _MiniBatchThresholding(SampleStreamLearner):
         return g
 
     def _step(self, s, batch):
+        eta = self._step_value()
         if self.method == "nesterov":
             ahead = s.beta + MOMENTUM * s.velocity
-            s.velocity = MOMENTUM * s.velocity - self.eta * self._gradient(s, batch, ahead)
+            s.velocity = MOMENTUM * s.velocity - eta * self._gradient(s, batch, ahead)
             s.beta += s.velocity
         elif self.method == "adam":
             g = self._gradient(s, batch, s.beta)
@@ -89,9 +101,9 @@ class _MiniBatchThresholding(SampleStreamLearner):
             s.velocity = b1 * s.velocity + (1 - b1) * g
             s.second = b2 * s.second + (1 - b2) * g * g
             step = (s.velocity / (1 - b1 ** t)) / (np.sqrt(s.second / (1 - b2 ** t)) + ADAM_EPS)
-            s.beta -= self.eta * step
+            s.beta -= eta * step
         else:
-            s.beta -= self.eta * self._gradient(s, batch, s.beta)
+            s.beta -= eta * self._gradient(s, batch, s.beta)
         s.beta[~s.active] = 0.0
 
     def _scores(self, s, index=slice(None)):
@@ -129,6 +141,7 @@ class SFSA(_MiniBatchThresholding):
     """
 
     algorithm_name = "sfsa"
+    auto_start = 0.1
 
     def __init__(self, budget=10, eta=0.1, lam=1e-4, mu=10.0, horizon="auto", batch_size=25, method="sgd",
                  loss="squared", passes="auto", scale="maxabs", random_state=0, n_features=None):
@@ -162,13 +175,15 @@ class SFSA(_MiniBatchThresholding):
 class TSGD(_MiniBatchThresholding):
     """Truncated stochastic gradient descent (thesis Alg. 2).
 
-    Parameters: ``budget`` (``k``); ``eta``; ``lam``; ``truncate`` (``"end"`` or ``"every"`` mini-batch);
-    ``batch_size``; ``loss``, ``passes``, ``scale``, ``random_state``, ``n_features``.
+    Parameters: ``budget`` (``k``); ``eta`` (``"auto"``: 0.03, reduced on divergence); ``lam``; ``truncate``
+    (``"end"`` or ``"every"`` mini-batch); ``batch_size``; ``loss``, ``passes``, ``scale``, ``random_state``,
+    ``n_features``.
     """
 
     algorithm_name = "tsgd"
+    auto_start = 0.03
 
-    def __init__(self, budget=10, eta=0.03, lam=1e-4, truncate="end", batch_size=25, loss="squared",
+    def __init__(self, budget=10, eta="auto", lam=1e-4, truncate="end", batch_size=25, loss="squared",
                  passes="auto", scale="maxabs", random_state=0, n_features=None):
         self.budget = budget
         self.eta = eta

@@ -5,15 +5,18 @@ Every value of ``eta``, ``lam`` (and ``1/gamma`` for SOFS) is taken from
 and scored there (accuracy for classification, minus the RMSE for regression); the best one wins.
 Many points often reach a training accuracy of 1; among tied points the one with the best online
 accuracy (each sample predicted before it was learned from, which the ECML'18 code records) wins,
-then the first in grid order. ``--tune`` on the command line does this before the final fit.
+then the first in grid order. ``--tune`` on the command line does this before the final fit. The
+``SelectionWarning`` of each point's fit is dropped (its score says the same); the refit of the
+best point warns as any fit does.
 """
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 
-from ...errors import InputError
+from ...errors import InputError, SelectionWarning
 
 ECML_GRID = tuple(float(10.0 ** -(k / 2)) for k in range(2, 17))       # 1e-1, 1e-1.5, ..., 1e-8
 
@@ -40,7 +43,8 @@ def grid_search(estimator, X, y, grid=None, on_result=None):
     for values in itertools.product(*(grid[k] for k in names)):
         point = dict(zip(names, values))
         estimator.set_params(**point)
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", SelectionWarning)     # scored here; the final fit warns
             try:
                 estimator.fit(X, y)
                 score = (float(estimator.score(X, y)), _online_accuracy(estimator))

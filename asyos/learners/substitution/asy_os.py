@@ -23,12 +23,13 @@ from ...protocol.replay import DEFAULT_COSTS, DEFAULT_JITTER, Costs, Machine, Si
 from ...protocol.simulator import check_simulation_args, simulate
 from ...truncation import keep_top_k
 from ..base import check_positive_int
-from .online_substitution import OnlineSubstitution, local_lipschitz, make_worker, quiet_float_errors
+from .online_substitution import OnlineSubstitution, _nothing, local_lipschitz, make_worker, quiet_float_errors
 from ..params import StrOptions, count, unit
 from ...protocol.plan import BUDGET_MODES
 from ...protocol.simulator import POLICIES, SCHEDULES
 
 TRANSPORTS = ("shared-memory", "messages", "node-aggregated")
+CHECKPOINT_KIND = "asy-os-simulation"
 
 
 def build_workers(X, y, loss, plan, options, seed):
@@ -151,7 +152,11 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         self.costs = costs
         self.cores = cores
 
-    def fit(self, X, y):
+    def fit(self, X, y, checkpoint=None):
+        """Select ``budget`` features with ``n_workers`` simulated workers. ``checkpoint`` (an
+        ``asyos.checkpoint.Checkpointer``) saves the bounded-staleness simulation between events
+        and continues a saved one, bit for bit; the event simulation of a ``transport`` is not
+        saved (a stop request ends it at once)."""
         X, y, loss = self._fit_data(X, y)
         options = self._options()
         plan = AsyOSPlan.build(X.shape[1], self.budget, self.n_workers, budget_mode=self.budget_mode, cap=self.cap,
@@ -162,12 +167,28 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         else:
             mode = self._event_mode()
         start = time.perf_counter()
-        workers, lipschitz = build_workers(X, y, loss, plan, options, self.random_state)
-        central, trace = self._central(X.shape[0], loss, y)
-        threshold = plan.new_threshold()
+        saved = None
+        if self.transport is None and checkpoint is not None:
+            shards = {f"shard{w}": options.shard(X if is_column_matrix(X) else X[:, plan.columns(w)], plan.columns(w))
+                      for w in range(plan.n_workers)}
+            saved = checkpoint.take(CHECKPOINT_KIND, shards)
+        if saved is None:
+            workers, lipschitz = build_workers(X, y, loss, plan, options, self.random_state)
+            central, trace = self._central(X.shape[0], loss, y)
+            threshold = plan.new_threshold()
+        else:
+            sim, lipschitz = saved["simulation"], saved["lipschitz"]
+            workers, central, threshold, trace = sim.workers, sim.central, sim.threshold, sim.central.monitor
         if self.transport is None:
-            report = simulate(workers, central, tau, self.policy, self.schedule, seed=self.random_state,
-                              threshold=threshold)
+            shards = {f"shard{w}": worker.shard for w, worker in enumerate(workers)}
+            between = None if checkpoint is None else (
+                lambda simulation: checkpoint.poll(CHECKPOINT_KIND, lambda: {"simulation": simulation,
+                                                                             "lipschitz": lipschitz},
+                                                   simulation.progress, shards))
+            with checkpoint.watching() if between is not None else _nothing():
+                report = simulate(workers, central, tau, self.policy, self.schedule, seed=self.random_state,
+                                  threshold=threshold, between=between,
+                                  resume=saved["simulation"] if saved is not None else None)
         else:
             if mode in ("pipelined", "each-step"):      # the central node refuses; else the workers do
                 central.max_staleness = self.max_staleness

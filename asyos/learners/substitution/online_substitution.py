@@ -47,6 +47,7 @@ from .substitution import VARIANTS
 from ..params import BOOLEAN, BUDGET, PASSES, SEED, Interval, Real, StrOptions, count, positive, unit
 
 _LIPSCHITZ_STREAM = 0x4C46
+CHECKPOINT_KIND = "online-substitution"
 KDD16_PASSES = 3          # "auto" under the kdd16 variant: the passes the KDD'16 figures were reproduced with
 
 
@@ -174,6 +175,11 @@ def check_objective(loss, y, u, step_size, lipschitz) -> float:
     return value
 
 
+def _nothing():
+    import contextlib
+    return contextlib.nullcontext()
+
+
 def quiet_float_errors():
     """Overflow in a diverging run is detected by the kernel (``DivergenceError``); numpy's own
     warnings would only bury that message."""
@@ -278,16 +284,28 @@ class OnlineSubstitution(BudgetedSelector):
                                    self.decrease_constant, variant=self.variant, fit_intercept=self.fit_intercept,
                                    scale=self.scale).validated()
 
-    def fit(self, X, y):
+    def fit(self, X, y, checkpoint=None):
+        """Select ``budget`` features of ``X`` for ``y``. ``checkpoint`` (an
+        ``asyos.checkpoint.Checkpointer``) saves the run between steps and, holding a saved state,
+        continues from it: the result is the uninterrupted run's, bit for bit."""
         X, y, loss = self._fit_data(X, y)
         options = self._options()
         start = time.perf_counter()
         shard = options.shard(X)
-        order = options.visit_order(shard, y, loss)
-        lipschitz = local_lipschitz(shard, self.budget, loss, self.random_state, order=order)
-        worker = make_worker(shard, y, loss, self.budget, lipschitz, options, order=order)
-        central, trace = self._central(shard.n_samples, loss, y)
-        run_loopback(worker, central)
+        saved = checkpoint.take(CHECKPOINT_KIND, {"shard": shard}) if checkpoint is not None else None
+        if saved is None:
+            order = options.visit_order(shard, y, loss)
+            lipschitz = local_lipschitz(shard, self.budget, loss, self.random_state, order=order)
+            worker = make_worker(shard, y, loss, self.budget, lipschitz, options, order=order)
+            central, trace = self._central(shard.n_samples, loss, y)
+        else:
+            worker, central, lipschitz = saved["worker"], saved["central"], saved["lipschitz"]
+            trace = central.monitor
+        state = {"worker": worker, "central": central, "lipschitz": lipschitz}
+        between = None if checkpoint is None else \
+            (lambda: checkpoint.poll(CHECKPOINT_KIND, lambda: state, worker.progress, {"shard": shard}))
+        with checkpoint.watching() if checkpoint is not None else _nothing():
+            run_loopback(worker, central, between=between)
         self._finish_trace(trace, central)
         with quiet_float_errors():
             self.objective_selection_ = check_objective(loss, y, central.u, worker.state.step_size, lipschitz)

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, eigsh
 
 from ...data.shard import CenteredRows
+from ...errors import InputError
 
 EXACT_GRAM_LIMIT = 384
 
@@ -40,6 +41,9 @@ def largest_eigenvalue_of_gram(block) -> float:
     if k <= EXACT_GRAM_LIMIT:
         gram = block.gram() if centred else block @ block.T
         gram = gram.toarray() if sp.issparse(gram) else gram
+        if not np.all(np.isfinite(gram)):       # LinAlgError otherwise ("Eigenvalues did not converge")
+            raise InputError("the data's Gram matrix overflows float64 (values too large to square); rescale the "
+                             "data")
         return float(np.linalg.eigvalsh(gram)[-1])
     matvec = block.matvec if centred else (lambda v: block @ (block.T @ v))
     op = LinearOperator((k, k), matvec=matvec, dtype=np.float64)

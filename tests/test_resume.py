@@ -1,0 +1,265 @@
+"""Checkpoints and resume (``asyos.checkpoint``, ``asyos.resume``): the file format and its checks,
+sequential OS and the staleness simulator interrupted at seeded random steps and resumed equal to
+the uninterrupted run bit for bit, and the CLI stopped by SIGTERM and continued with ``--resume``."""
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from asyos import AsyncOnlineSubstitution, OnlineSubstitution, make_classification, make_regression
+from asyos.checkpoint import FORMAT, Checkpointer, RunInterrupted, check_header, read_header
+from asyos.errors import InputError
+
+PROBLEMS = {
+    "regression": make_regression(n_samples=120, n_features=300, n_informative=8, seed=1),
+    "classification": make_classification(n_samples=120, n_features=300, n_informative=8, seed=2),
+}
+
+
+def same_fit(a, b):
+    """Every result of two fits, exactly."""
+    assert np.array_equal(a.support_, b.support_)
+    assert np.array_equal(a.coef_, b.coef_)
+    assert a.intercept_ == b.intercept_
+    assert np.array_equal(a.raw_coef_, b.raw_coef_)
+    assert a.n_steps_ == b.n_steps_ and a.n_passes_ == b.n_passes_
+    assert a.selection_log_ == b.selection_log_
+    assert a.trace_["steps"] == b.trace_["steps"] and a.trace_["objective"] == b.trace_["objective"]
+    assert a.objective_selection_ == b.objective_selection_
+
+
+def interrupted_then_resumed(make, X, y, stop_after, path):
+    """Fit stopped at poll ``stop_after`` (``None`` if it finished first), then resumed."""
+    try:
+        make().fit(X, y, checkpoint=Checkpointer(path, None, {"problem": 1}, stop_after=stop_after))
+        return None
+    except RunInterrupted as exc:
+        assert exc.path == path and os.path.exists(path)
+        assert exc.progress["steps"] <= stop_after - 1     # (the simulator polls before a retirement too)
+    return make().fit(X, y, checkpoint=Checkpointer(path, None, {"problem": 1}, resume=True))
+
+
+@pytest.mark.parametrize("task", sorted(PROBLEMS))
+@pytest.mark.parametrize("variant", ["exchange", "kdd16"])
+def test_sequential_os_resumes_bit_for_bit(task, variant, tmp_path):
+    X, y = PROBLEMS[task].X, PROBLEMS[task].y
+
+    def make():
+        return OnlineSubstitution(budget=8, variant=variant, trace_every=40)
+
+    reference = make().fit(X, y)
+    rng = np.random.default_rng([7, len(task), len(variant)])
+    points = [1, 2, reference.n_steps_, reference.n_steps_ + 1] + list(rng.integers(3, reference.n_steps_, 3))
+    for k in points:
+        resumed = interrupted_then_resumed(make, X, y, int(k), str(tmp_path / "cp.pkl"))
+        assert resumed is not None, k
+        same_fit(resumed, reference)
+
+
+@pytest.mark.parametrize("settings", [{}, {"budget_mode": "split", "variant": "kdd16"},
+                                      {"policy": "uniform", "schedule": "random"}], ids=["global", "split", "random"])
+def test_the_simulator_resumes_bit_for_bit(settings, tmp_path):
+    X, y = PROBLEMS["classification"].X, PROBLEMS["classification"].y
+
+    def make():
+        return AsyncOnlineSubstitution(budget=8, n_workers=3, trace_every=40, random_state=5, **settings)
+
+    reference = make().fit(X, y)
+    rng = np.random.default_rng(len(settings))
+    for k in [1, reference.n_steps_ + 1] + list(rng.integers(2, reference.n_steps_, 3)):
+        resumed = interrupted_then_resumed(make, X, y, int(k), str(tmp_path / "cp.pkl"))
+        same_fit(resumed, reference)
+        assert resumed.staleness_ == reference.staleness_
+
+
+def test_a_run_interrupted_twice_still_ends_as_the_uninterrupted_one(tmp_path):
+    X, y = PROBLEMS["regression"].X, PROBLEMS["regression"].y
+    path = str(tmp_path / "cp.pkl")
+    reference = OnlineSubstitution(budget=8).fit(X, y)
+    with pytest.raises(RunInterrupted):
+        OnlineSubstitution(budget=8).fit(X, y, checkpoint=Checkpointer(path, None, {}, stop_after=50))
+    with pytest.raises(RunInterrupted) as second:
+        OnlineSubstitution(budget=8).fit(X, y, checkpoint=Checkpointer(path, None, {}, resume=True, stop_after=100))
+    assert second.value.progress["steps"] == 49 + 99      # poll k comes before step k
+    resumed = OnlineSubstitution(budget=8).fit(X, y, checkpoint=Checkpointer(path, None, {}, resume=True))
+    assert np.array_equal(resumed.coef_, reference.coef_) and resumed.n_steps_ == reference.n_steps_
+
+
+def test_periodic_checkpoints_do_not_change_the_result(tmp_path):
+    X, y = PROBLEMS["regression"].X, PROBLEMS["regression"].y
+    checkpoint = Checkpointer(str(tmp_path / "cp.pkl"), 0.0, {})     # a save at every step
+    est = OnlineSubstitution(budget=8).fit(X, y, checkpoint=checkpoint)
+    assert checkpoint.saves > est.n_steps_            # before every step and at the end
+    reference = OnlineSubstitution(budget=8).fit(X, y)
+    assert np.array_equal(est.coef_, reference.coef_)
+
+
+# -- the file -----------------------------------------------------------------------------------
+def saved_checkpoint(tmp_path, identity=None):
+    path = str(tmp_path / "cp.pkl")
+    X, y = PROBLEMS["regression"].X, PROBLEMS["regression"].y
+    with pytest.raises(RunInterrupted):
+        OnlineSubstitution(budget=8).fit(X, y, checkpoint=Checkpointer(path, None, identity or {"a": 1},
+                                                                       stop_after=20))
+    return path
+
+
+def test_the_checkpoint_holds_no_copy_of_the_data(tmp_path):
+    X = np.random.default_rng(0).normal(size=(100, 5000))
+    y = X[:, :5] @ np.ones(5)
+    path = str(tmp_path / "cp.pkl")
+    with pytest.raises(RunInterrupted):
+        OnlineSubstitution(budget=5).fit(X, y, checkpoint=Checkpointer(path, None, {}, stop_after=30))
+    # X is 4 MB; the state is O(n s) plus the visit order (p integers)
+    assert os.path.getsize(path) < 0.1 * X.nbytes
+
+
+def test_the_file_is_written_with_the_usual_permissions(tmp_path):
+    path = saved_checkpoint(tmp_path)
+    mask = os.umask(0)
+    os.umask(mask)
+    assert os.stat(path).st_mode & 0o777 == 0o666 & ~mask
+    assert [f for f in os.listdir(tmp_path) if f.startswith(".tmp")] == []
+    header = read_header(path)
+    assert header["format"] == FORMAT and header["kind"] == "online-substitution"
+
+
+def test_another_problem_is_refused_naming_the_difference(tmp_path):
+    path = saved_checkpoint(tmp_path, {"settings": {"budget": 8}})
+    with pytest.raises(InputError, match=r"another problem \(settings: \{'budget': 8\} then, \{'budget': 9\} now\)"):
+        Checkpointer(path, None, {"settings": {"budget": 9}}, resume=True)
+
+
+def test_another_version_is_refused(tmp_path):
+    path = saved_checkpoint(tmp_path)
+    with open(path, "rb") as fh:
+        header = pickle.load(fh)
+        rest = fh.read()
+    header["asyos"] = "0.0.1"
+    with open(path, "wb") as fh:
+        pickle.dump(header, fh)
+        fh.write(rest)
+    with pytest.raises(InputError, match=r"written by asyos 0\.0\.1 .*rerun without --resume"):
+        check_header(path, {"a": 1})
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_a_damaged_checkpoint_is_refused(tmp_path, damage):
+    path = saved_checkpoint(tmp_path)
+    X, y = PROBLEMS["regression"].X, PROBLEMS["regression"].y
+    if damage == "truncate":
+        with open(path, "r+b") as fh:
+            fh.truncate(os.path.getsize(path) // 2)
+        with pytest.raises(InputError, match="is damaged"):
+            OnlineSubstitution(budget=8).fit(X, y, checkpoint=Checkpointer(path, None, {"a": 1}, resume=True))
+    else:
+        with open(path, "wb") as fh:
+            fh.write(b"not a checkpoint at all")
+        with pytest.raises(InputError, match="is not an asyos checkpoint"):
+            Checkpointer(path, None, {"a": 1}, resume=True)
+
+
+def test_a_state_of_another_learner_is_refused(tmp_path):
+    path = saved_checkpoint(tmp_path)
+    X, y = PROBLEMS["regression"].X, PROBLEMS["regression"].y
+    with pytest.raises(InputError, match="holds a 'online-substitution' state"):
+        AsyncOnlineSubstitution(budget=8).fit(X, y, checkpoint=Checkpointer(path, None, {"a": 1}, resume=True))
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+def cli(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "asyos.run", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def stop_when_saved(args, directory, sig=signal.SIGTERM, timeout=60):
+    """Start the CLI, send ``sig`` once its first checkpoint is on disk; its (rc, stderr)."""
+    proc = subprocess.Popen([sys.executable, "-m", "asyos.run", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(os.path.join(directory, "checkpoint.pkl")) and proc.poll() is None:
+        assert time.monotonic() < deadline, "no checkpoint was written"
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=timeout)
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("extra", [["--n-features", "6000"], ["--n-features", "3000", "--simulate", "--workers", "3"]],
+                         ids=["os", "simulator"])
+def test_sigterm_saves_and_resume_finishes_as_the_uninterrupted_run(tmp_path, extra):
+    args = ["--n-informative", "40", "--seed", "3", *extra]
+    stopped, whole = str(tmp_path / "stopped"), str(tmp_path / "whole")
+    rc, err = stop_when_saved([*args, "--output", stopped, "--checkpoint-every", "0.2"], stopped)
+    assert rc == 143, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("asyos: stopped by SIGTERM after steps ")
+    assert f"--resume {stopped}" in lines[0]
+    partial = json.load(open(os.path.join(stopped, "results.json")))
+    assert partial["status"] == "interrupted" and partial["exit_status"] == 143
+    assert partial["progress"]["steps"] > 0
+    resumed = cli("--resume", stopped, "--quiet")
+    assert resumed.returncode == 0, resumed.stderr
+    assert not os.path.exists(os.path.join(stopped, "checkpoint.pkl"))
+    assert cli(*args, "--output", whole, "--quiet").returncode == 0
+    a, b = (json.load(open(os.path.join(d, "results.json"))) for d in (stopped, whole))
+    for key in ("selected", "coef", "metrics", "n_steps", "intercept"):
+        assert a[key] == b[key], key
+    with open(os.path.join(stopped, "selection_log.csv")) as fa, open(os.path.join(whole, "selection_log.csv")) as fb:
+        assert fa.read() == fb.read()
+
+
+def test_sigint_exits_130(tmp_path):
+    out = str(tmp_path / "out")
+    rc, err = stop_when_saved(["--n-features", "6000", "--output", out, "--checkpoint-every", "0.2"], out,
+                              sig=signal.SIGINT)
+    assert rc == 130 and err.strip().startswith("asyos: stopped by SIGINT"), err
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    run = str(tmp_path_factory.mktemp("finished") / "run")
+    assert cli("--n-features", "200", "--n-informative", "5", "--output", run, "--quiet").returncode == 0
+    return run
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--resume", "{tmp}/nothing"], "not a directory"),
+    (["--resume", "{tmp}"], "no run_config.json there"),
+    (["--resume", "{run}", "--budget", "3"], "--budget cannot change"),
+    (["--resume", "{run}"], "that run finished"),
+    (["--checkpoint-every", "5"], "--checkpoint-every needs --output"),
+    (["--checkpoint-every", "-1", "--output", "{tmp}/o"], "--checkpoint-every must be >= 0"),
+])
+def test_resume_refusals(tmp_path, finished_run, args, message):
+    proc = cli(*[a.format(tmp=tmp_path, run=finished_run) for a in args])
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+
+
+def test_a_checkpoint_of_changed_data_is_refused(tmp_path):
+    from asyos.resume import run_identity
+    from asyos.config import RunConfig
+    data = tmp_path / "d.npz"
+    np.savez(data, X=np.ones((5, 3)), y=np.ones(5))
+    before = run_identity(RunConfig(data=str(data)))
+    os.utime(data, ns=(0, 0))
+    after = run_identity(RunConfig(data=str(data)))
+    assert before["data"][2] != after["data"][2] and before["settings"] == after["settings"]
+
+
+def test_the_saved_settings_name_the_data_by_absolute_path(tmp_path, monkeypatch):
+    from asyos.config import RunConfig
+    from asyos.resume import resume_settings, save_run_config
+    monkeypatch.chdir(tmp_path)
+    np.savez(tmp_path / "d.npz", X=np.ones((5, 3)), y=np.ones(5))
+    save_run_config(RunConfig(data="d.npz", output=str(tmp_path / "out")) if os.makedirs(tmp_path / "out") is None
+                    else None)
+    monkeypatch.chdir("/")
+    settings = resume_settings(str(tmp_path / "out"), {"quiet": True})
+    assert settings["data"] == str(tmp_path / "d.npz") and settings["resume"] and settings["quiet"]
