@@ -63,9 +63,10 @@ def _row_range(start, stop, n):
 def check_size(where, n_rows, n_features):
     """``InputError`` for a training split without rows or without features (nothing can be learnt;
     an X of shape (60, 0) was reported as truncated, 0 rows ended in a ZeroDivisionError)."""
-    if n_rows == 0 or n_features == 0:
-        raise InputError(f"{where} has {n_rows} samples and {n_features} features: "
-                         f"{'no samples' if n_rows == 0 else 'no features'} to learn from")
+    if n_rows == 0:
+        raise InputError(f"{where} has no samples (0 rows, {n_features} features)")
+    if n_features == 0:
+        raise InputError(f"{where} has no features ({n_rows} rows, 0 columns)")
 
 
 def _check_columns(columns, n_features):
