@@ -307,6 +307,85 @@ def test_complex_values_in_an_npz_are_refused(tmp_path):
         next(source.iter_rows(0, 20, 5))
 
 
+def _flip_member(path, member):
+    """XOR 16 bytes in the middle of ``member``'s stored (or compressed) bytes of the zip at ``path``."""
+    import zipfile
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(member)
+    raw = bytearray(open(path, "rb").read())
+    start = info.header_offset + 30 + int.from_bytes(raw[info.header_offset + 26:info.header_offset + 28], "little") \
+        + int.from_bytes(raw[info.header_offset + 28:info.header_offset + 30], "little")
+    middle = start + info.compress_size // 2
+    for k in range(max(start, middle - 8), min(start + info.compress_size, middle + 8)):
+        raw[k] ^= 0x5A
+    open(path, "wb").write(bytes(raw))
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_corrupt_npz_member_is_an_input_error_on_every_read_path(tmp_path, compressed):
+    """Bytes flipped inside a member (a bad CRC-32, or a damaged deflate stream): InputError naming the
+    file ("corrupt") from the dense .npz, the CSR directory (whole, by columns, by rows) and the CSC
+    directory (read whole: a stored member's CRC-32 is checked when its reads run from start to end);
+    it was a BadZipFile or zlib.error traceback."""
+    from asyos.data.columnar import CscNpz
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 30))
+    y = rng.normal(size=400)
+    save = np.savez_compressed if compressed else np.savez
+    cases = []
+    for member in ("X.npy", "y.npy"):
+        path = tmp_path / f"dense_{member[0]}.npz"
+        save(path, X=X, y=y)
+        _flip_member(path, member)
+        cases.append((path, lambda p: load_dataset(p)))
+    S = sp.random(400, 30, density=0.3, format="csr", random_state=2)
+    for member in ("data.npy", "indices.npy", "indptr.npy"):
+        for fmt in ("csr", "csc"):
+            directory = tmp_path / f"{fmt}_{member[:-4]}"
+            directory.mkdir()
+            sp.save_npz(directory / "X.npz", S.asformat(fmt), compressed=compressed)
+            np.save(directory / "y.npy", y)
+            _flip_member(directory / "X.npz", member)
+            cases.append((directory, lambda p: load_dataset(p)))
+            if fmt == "csr":
+                cases.append((directory, lambda p: load_dataset(p, columns=[0, 7, 29])))
+                cases.append((directory, lambda p: list(open_source(p).iter_rows(chunk_rows=50))))
+            else:
+                cases.append((directory, lambda p: CscNpz(str(p / "X.npz")).block(np.arange(30))))
+    for path, read in cases:
+        try:
+            read(path)
+        except InputError as exc:
+            assert "X.npz" in str(exc) or ".npz" in str(exc), exc
+            assert "\n" not in str(exc)
+        else:
+            raise AssertionError(f"{path} read without error")
+    bad = tmp_path / "dense_X.npz"
+    with pytest.raises(InputError, match=r"dense_X.npz'?: corrupt array 'X' \((BadZipFile|error)"):
+        load_dataset(bad)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("1 100000000000000000000000:1.0", "line 2: feature index in '100000000000000000000000:1.0' is too large"),
+    ("1 9223372036854775808:1.0", "line 2: feature index in '9223372036854775808:1.0' is too large"),
+    ("1 -4:1.0", "line 2: negative feature index -4"),
+    ("1 2.5:1.0", "line 2: cannot read '2.5:1.0' as index:value"),
+    ("1 1:1.0 1:2.0", "line 2: duplicate feature index 1"),
+])
+def test_bad_libsvm_indices_are_refused_by_every_reader(tmp_path, line, message):
+    """The in-memory load, the row stream and ``asyos.convert`` share the compiled reader: each refuses
+    an index beyond int64 (an OverflowError before), negative, not an integer, or given twice on a line."""
+    from asyos.convert import main as convert
+    path = tmp_path / "bad.svm"
+    path.write_text(f"-1 3:1\n{line}\n1 2:1\n")
+    with pytest.raises(InputError, match=message):
+        load_dataset(str(path))
+    with pytest.raises(InputError, match=message):
+        list(open_source(str(path), n_features=4, index_base=1).iter_rows())
+    assert convert([str(path), str(tmp_path / "out")]) == 2
+    assert not (tmp_path / "out").exists()
+
+
 def test_values_whose_squares_overflow_are_refused():
     from asyos.data.dataset import check_scale
     X = np.random.default_rng(0).standard_normal((20, 4))

@@ -147,19 +147,40 @@ def test_columns_of_a_file_with_a_huge_index(tmp_path):
     (the former O(p) position map needed 8 GB here)."""
     path = tmp_path / "wide.svm"
     path.write_text("1 1:2 1000000000:3\n-1 5:1.5 1:4\n")
-    source = open_source(str(path), index_base=1)
+    source = open_source(str(path), index_base=1, n_features=10 ** 9)
     assert source.n_features == 10 ** 9
     d = source.load(columns=[10 ** 9 - 1, 0, 4])
     np.testing.assert_array_equal(d.X.toarray(), [[3, 2, 0], [0, 4, 1.5]])
 
 
-def test_duplicate_indices_in_a_line_are_summed(tmp_path):
+def test_an_inferred_width_beyond_memory_is_refused_with_the_memory_needed(tmp_path, monkeypatch):
+    """One stray index of 10^9 and no --n-features: refused before any p-sized array exists, saying the
+    memory (4 GiB available here by monkeypatch, so that the check does not depend on the machine)."""
+    import asyos.data.source as source
+    monkeypatch.setattr(source, "available_memory_bytes", lambda: 4 << 30)
+    path = tmp_path / "wide.svm"
+    path.write_text("1 1:2 1000000000:3\n-1 5:1.5 1:4\n")
+    with pytest.raises(InputError, match=r"index, 1000000000, makes p = 1,000,000,000 .* 29.8 GiB, more than "
+                                         r"the 4.0 GiB available"):
+        open_source(str(path))
+    assert open_source(str(path), n_features=10 ** 9).n_features == 10 ** 9     # declared: taken as meant
+    path.write_text("1 1:2 100000:3\n")
+    assert open_source(str(path)).n_features == 100000
+
+
+@pytest.mark.parametrize("line", ["1 2:1 2:2.5 1:1", "1 1:1 2:2 1:3", "1 3:1 1:2 3:1", "1 1:1 1:1"])
+def test_duplicate_indices_in_a_line_are_refused(tmp_path, line):
+    """As scikit-learn's ``load_svmlight_file`` does (it also refuses unsorted indices; those are accepted
+    here, being unambiguous): a value given twice was summed silently."""
     path = tmp_path / "dup.svm"
-    path.write_text("1 2:1 2:2.5 1:1\n")
-    X = open_source(str(path), index_base=1).load().X
-    np.testing.assert_array_equal(X.toarray(), [[1, 3.5]])
-    chunk = next(open_source(str(path), index_base=1).iter_rows())
-    np.testing.assert_array_equal(chunk[0].toarray(), [[1, 3.5]])
+    path.write_text(f"-1 4:1\n{line}\n1 2:1\n")
+    from asyos.data.libsvm import iter_blocks, scan
+    for read in (lambda: scan(str(path)), lambda: list(iter_blocks(str(path), True)),  # the scan, the reads
+                 lambda: open_source(str(path))):
+        with pytest.raises(InputError, match=r"dup.svm line 2: duplicate feature index (1|2|3)"):
+            read()
+    path.write_text("1 3:1 1:2 2:4\n")
+    np.testing.assert_array_equal(open_source(str(path), index_base=1).load().X.toarray(), [[2, 4, 1]])
 
 
 @pytest.mark.parametrize("content, message", [

@@ -51,6 +51,8 @@ def check_sparse_structure(X, where: str) -> None:
     if sp.issparse(X) and X.format in ("csr", "csc"):
         try:
             X.check_format(full_check=True)
+            if np.any(np.diff(X.indptr) < 0):        # scipy checks this only when indptr[-1] > 0
+                raise ValueError("indptr must be non-decreasing")
         except ValueError as exc:
             raise InputError(f"{where} is not a valid {X.format.upper()} matrix: {exc}") from None
 
@@ -82,8 +84,8 @@ def as_label_vector(y, n_samples: int, where: str) -> np.ndarray:
         raise InputError(f"{where} must be a vector of length n_samples; got shape {y.shape}")
     if y.shape[0] != n_samples:
         raise InputError(f"{where} has {y.shape[0]} labels but X has {n_samples} rows")
-    if not np.issubdtype(y.dtype, np.number):
-        raise InputError(f"{where} must be numeric; got dtype {y.dtype}")
+    if not np.issubdtype(y.dtype, np.number) or np.iscomplexobj(y):      # complex: the imaginary part was dropped
+        raise InputError(f"{where} must be real numbers; got dtype {y.dtype}")
     y = y.astype(np.float64)
     check_finite(y, where)
     return y

@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from .dataset import Dataset, as_float_matrix, as_label_vector, check_finite
-from .source import FileSource, _check_columns
+from .source import FileSource, _check_columns, check_inferred_width, check_size, check_npy_size, load_npy, reading
 
 _CHUNK_BYTES = 1 << 24
 
@@ -81,19 +81,25 @@ class _NpyMember:
     key: str
 
     def _open(self):
-        try:
+        """``(zipfile, stream after the header, shape, fortran, dtype)``; the header is checked
+        against the member's size, and any read error of the archive is an ``InputError``."""
+        with reading(self.archive, ".npz archive"):
             zf = zipfile.ZipFile(self.archive)
-        except (OSError, zipfile.BadZipFile) as exc:
-            raise InputError(f"cannot read {self.archive!r} as an .npz archive: {exc}") from None
         try:
-            stream = zf.open(self.key + ".npy")
-            version = np.lib.format.read_magic(stream)
-            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                           else np.lib.format.read_array_header_2_0)
-            shape, fortran, dtype = read_header(stream)
-        except (KeyError, ValueError, OSError, zipfile.BadZipFile) as exc:
+            with reading(self.archive, f"array {self.key!r}"):
+                try:
+                    info = zf.getinfo(self.key + ".npy")
+                except KeyError:
+                    raise InputError(f"{self.archive} has no array {self.key!r}") from None
+                stream = zf.open(info)
+                version = np.lib.format.read_magic(stream)
+                read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                               else np.lib.format.read_array_header_2_0)
+                shape, fortran, dtype = read_header(stream)
+                check_npy_size(shape, dtype, info.file_size - stream.tell(), f"{self.archive}: {self.key}")
+        except BaseException:
             zf.close()
-            raise InputError(f"cannot read array {self.key!r} in {self.archive!r}: {exc}") from None
+            raise
         return zf, stream, shape, fortran, dtype
 
     def header(self):
@@ -144,7 +150,8 @@ class _NpyMember:
             width = 1 if len(shape) == 1 else int(shape[1])
             row_bytes = width * dtype.itemsize
             if start:
-                stream.seek(start * row_bytes, 1)
+                with reading(self.archive, f"array {self.key!r}"):
+                    stream.seek(start * row_bytes, 1)
             for lo in range(start, stop, rows_per_chunk):
                 hi = min(stop, lo + rows_per_chunk)
                 block = np.frombuffer(_read_exact(stream, (hi - lo) * row_bytes, self), dtype=dtype)
@@ -155,8 +162,17 @@ class _NpyMember:
             zf.close()
 
     def read(self) -> np.ndarray:
-        with np.load(self.archive, allow_pickle=False) as z:
-            return np.asarray(z[self.key])
+        """The whole member (its header checked against its size first)."""
+        zf, stream, shape, fortran, dtype = self._open()
+        try:
+            if dtype.hasobject:
+                raise InputError(f"{self.archive}: {self.key} holds Python objects, not numbers")
+            count = int(np.prod(shape, dtype=np.int64))
+            raw = _read_exact(stream, count * dtype.itemsize, self)
+            return np.frombuffer(raw, dtype=dtype).reshape(shape, order="F" if fortran else "C").copy()
+        finally:
+            stream.close()
+            zf.close()
 
     def iter_chunks(self, items: int = 1 << 20):
         """The (1-D) array in consecutive chunks of at most ``items`` elements."""
@@ -175,18 +191,17 @@ class _NpyMember:
 
 
 def _read_exact(stream, size, member):
-    raw = stream.read(size)
+    with reading(member.archive, f"array {member.key!r}"):
+        raw = stream.read(size)
     if len(raw) != size:
         raise InputError(f"{member.archive}: array {member.key} is truncated")
     return raw
 
 
 def _npz_keys(path):
-    try:
+    with reading(path, ".npz archive"):
         with zipfile.ZipFile(path) as zf:
             return {name[:-4] for name in zf.namelist() if name.endswith(".npy")}
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise InputError(f"cannot read {path!r} as an .npz archive: {exc}") from None
 
 
 class DenseNpzSource(FileSource):
@@ -199,6 +214,7 @@ class DenseNpzSource(FileSource):
         if len(shape) != 2:
             raise InputError(f"{path}: {x_key} must be 2-D (n_samples, n_features); got shape {shape}")
         self.n_train, self.n_features = int(shape[0]), int(shape[1])
+        check_size(f"{path}: {x_key}", self.n_train, self.n_features)
         if self._x_test is not None:
             tshape, _, _ = self._x_test.header()
             if len(tshape) != 2 or tshape[1] != self.n_features:
@@ -268,6 +284,7 @@ class SparseDirectorySource(FileSource):
         self._train = prefix_train
         self._test = prefix_test
         self.n_train, self.n_features = self._shape(prefix_train)
+        check_size(self._file(prefix_train, "X"), self.n_train, self.n_features)
         if prefix_test is not None:
             n_test, p_test = self._shape(prefix_test)
             if p_test != self.n_features:
@@ -282,8 +299,8 @@ class SparseDirectorySource(FileSource):
 
     def _shape(self, prefix):
         shape = _NpyMember(self._file(prefix, "X"), "shape").read()
-        if shape.shape != (2,):
-            raise InputError(f"{self._file(prefix, 'X')} is not a scipy sparse matrix file")
+        if shape.shape != (2,) or shape.dtype.kind not in "iu" or shape.min() < 0:
+            raise InputError(f"{self._file(prefix, 'X')} is not a scipy sparse matrix file (shape {shape!r})")
         return int(shape[0]), int(shape[1])
 
     def _read(self, prefix, cols):
@@ -291,21 +308,11 @@ class SparseDirectorySource(FileSource):
         if cols is not None and _sparse_format(fname) == "csr":
             X = _csr_columns(fname, cols)
         else:
-            try:
-                X = sp.load_npz(fname)
-            except (OSError, ValueError, KeyError) as exc:
-                raise InputError(f"cannot read sparse matrix {fname!r}: {exc}") from None
-            X = as_float_matrix(X, fname)
+            X = as_float_matrix(_load_sparse(fname), fname)
             if cols is not None:
                 X = X[:, cols]
         ypath = self._file(prefix, "y")
-        if not os.path.exists(ypath):
-            raise InputError(f"labels file {ypath!r} is missing")
-        try:
-            y = np.load(ypath, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read labels {ypath!r}: {exc}") from None
-        return X, as_label_vector(y, X.shape[0], ypath)
+        return X, as_label_vector(load_npy(ypath, "labels"), X.shape[0], ypath)
 
     def labels(self, split="train"):
         prefix = self._train if split == "train" else self._test
@@ -313,11 +320,7 @@ class SparseDirectorySource(FileSource):
             return None
         ypath = self._file(prefix, "y")
         n = self._shape(prefix)[0]
-        try:
-            y = np.load(ypath, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read labels {ypath!r}: {exc}") from None
-        return as_label_vector(y, n, ypath)
+        return as_label_vector(load_npy(ypath, "labels"), n, ypath)
 
     def load(self, columns=None, with_test=True):
         cols = _check_columns(columns, self.n_features)
@@ -339,15 +342,15 @@ class SparseDirectorySource(FileSource):
         fname = self._file(self._train, "X")
         if _sparse_format(fname) != "csr":
             raise InputError(f"{fname} is not in CSR format; rows cannot be streamed")
-        indptr = _NpyMember(fname, "indptr").read().astype(np.int64)
+        indptr = _check_indptr(_NpyMember(fname, "indptr").read(), self.n_train, fname)
         ypath = self._file(self._train, "y")
-        try:
-            y_all = np.load(ypath, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read labels {ypath!r}: {exc}") from None
-        if y_all.shape[0] != self.n_train:
-            raise InputError(f"{ypath} has {y_all.shape[0]} labels but X has {self.n_train} rows")
+        y_all = as_label_vector(load_npy(ypath, "labels"), self.n_train, ypath)
         first, last = int(indptr[start]), int(indptr[stop])
+        for key, kinds in (("indices", "iu"), ("data", "fiub")):
+            size, _, dtype = _NpyMember(fname, key).header()
+            if size != (int(indptr[-1]),) or dtype.kind not in kinds:
+                raise InputError(f"{fname}: indptr says {int(indptr[-1])} values; {key} has shape {size}, "
+                                 f"dtype {dtype}")
         # one chunk of rows at a time: the members are read forward, chunk by chunk
         idx_reader = _Forward(_NpyMember(fname, "indices"), first, last)
         val_reader = _Forward(_NpyMember(fname, "data"), first, last)
@@ -359,9 +362,7 @@ class SparseDirectorySource(FileSource):
                 raise InputError(f"{fname}: column index out of range in rows {lo}:{hi}")
             check_finite(val, fname)
             X = sp.csr_matrix((val, idx, indptr[lo:hi + 1] - indptr[lo]), shape=(hi - lo, self.n_features))
-            y = np.asarray(y_all[lo:hi], dtype=np.float64)
-            check_finite(y, ypath)
-            yield X, y
+            yield X, y_all[lo:hi]
         idx_reader.close()
         val_reader.close()
 
@@ -370,6 +371,7 @@ class _Forward:
     """Reads consecutive runs of elements from a 1-D ``.npz`` member, starting at ``first``."""
 
     def __init__(self, member, first, last):
+        self._member = member
         self._blocks = member.iter_rows(first, last, 1 << 20)
         self._buffer = np.empty(0)
 
@@ -377,7 +379,9 @@ class _Forward:
         parts, have = [], 0
         while have < count:
             if self._buffer.size == 0:
-                self._buffer = next(self._blocks)
+                self._buffer = next(self._blocks, None)
+                if self._buffer is None:
+                    raise InputError(f"{self._member.archive}: {self._member.key} holds fewer values than indptr says")
             use = min(count - have, self._buffer.size)
             parts.append(self._buffer[:use])
             self._buffer = self._buffer[use:]
@@ -390,22 +394,54 @@ class _Forward:
 
 def _sparse_format(fname) -> str:
     fmt = _NpyMember(fname, "format").read()
-    return fmt.item().decode() if isinstance(fmt.item(), bytes) else str(fmt.item())
+    if fmt.size != 1:
+        raise InputError(f"{fname}: the format member must be one string; got shape {fmt.shape}")
+    return fmt.item().decode(errors="replace") if isinstance(fmt.item(), bytes) else str(fmt.item())
+
+
+def _check_indptr(indptr, n, fname):
+    """``indptr`` as int64 once it is ``n + 1`` non-decreasing integers from 0 (else ``InputError``)."""
+    if indptr.shape != (n + 1,) or indptr.dtype.kind not in "iu":
+        raise InputError(f"{fname}: indptr has shape {indptr.shape} and dtype {indptr.dtype} for {n} rows")
+    indptr = indptr.astype(np.int64)
+    if indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+        raise InputError(f"{fname}: indptr does not start at 0 or decreases")
+    return indptr
+
+
+def _load_sparse(fname):
+    """The CSR or CSC matrix of a scipy ``.npz`` file, its members read through ``_NpyMember``
+    (headers checked against the members' sizes, corruption an ``InputError``); the structure is
+    checked by ``as_float_matrix`` before anything indexes with it."""
+    fmt = _sparse_format(fname)
+    if fmt not in ("csr", "csc"):
+        raise InputError(f"{fname} holds a {fmt!r} matrix; expected CSR or CSC")
+    shape = _NpyMember(fname, "shape").read()
+    if shape.shape != (2,) or shape.dtype.kind not in "iu" or shape.min() < 0:
+        raise InputError(f"{fname}: shape must be two non-negative integers; got {shape!r}")
+    parts = [_NpyMember(fname, key).read() for key in ("data", "indices", "indptr")]
+    if parts[0].ndim != 1 or parts[0].dtype.kind not in "fiub" or any(a.ndim != 1 or a.dtype.kind not in "iu"
+                                                                        for a in parts[1:]):
+        raise InputError(f"{fname}: data must be real numbers and indices/indptr integers, all 1-D")
+    make = sp.csr_matrix if fmt == "csr" else sp.csc_matrix
+    try:
+        return make(tuple(parts), shape=tuple(int(v) for v in shape))
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise InputError(f"{fname} is not a valid {fmt.upper()} matrix: {exc}") from None
 
 
 def _csr_columns(fname, cols) -> sp.csr_matrix:
     """Columns ``cols`` of a CSR ``.npz`` file, streaming ``indices``/``data`` so that only the
     kept non-zeros (plus one chunk) are ever held."""
     n, p = (int(v) for v in _NpyMember(fname, "shape").read())
-    indptr = _NpyMember(fname, "indptr").read().astype(np.int64)
-    if indptr.shape != (n + 1,):
-        raise InputError(f"{fname}: indptr has {indptr.size} entries for {n} rows")
+    indptr = _check_indptr(_NpyMember(fname, "indptr").read(), n, fname)
     position = np.full(p, -1, dtype=np.int64)
     position[cols] = np.arange(cols.size)
     kept_rows, kept_cols, kept_vals = [], [], []
     offset = 0
     for idx, val in zip(_NpyMember(fname, "indices").iter_chunks(), _NpyMember(fname, "data").iter_chunks()):
-        if idx.size != val.size or (idx.size and (idx.min() < 0 or idx.max() >= p)):
+        if idx.dtype.kind not in "iu" or val.dtype.kind not in "fiub" or idx.size != val.size or \
+                (idx.size and (idx.min() < 0 or idx.max() >= p)):
             raise InputError(f"{fname}: indices and data do not form a valid {n} x {p} matrix")
         new_col = position[idx]
         keep = new_col >= 0
@@ -488,6 +524,8 @@ class LibsvmSource(FileSource):
                 raise InputError(f"{path}: feature index {hi} needs n_features >= {inferred}; "
                                  f"got --n-features {n_features}")
             inferred = int(n_features)
+        else:
+            check_inferred_width(path, hi, inferred)
         self.n_features = inferred
         self.n_train = stats[0][0]
         if self.n_features < 1:

@@ -30,6 +30,7 @@ import math
 import os
 import re
 import sys
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,7 +47,7 @@ _POW10 = np.array([10.0 ** k for k in range(23)])
 _MAX_MANTISSA = 1 << 53
 
 # status codes of _parse_block
-_OK, _BAD_TOKEN, _NEGATIVE, _TOO_LARGE, _ABOVE, _BELOW, _FALLBACK_FULL = 0, 1, 2, 3, 4, 5, 6
+_OK, _BAD_TOKEN, _NEGATIVE, _TOO_LARGE, _ABOVE, _BELOW, _FALLBACK_FULL, _DUPLICATE = 0, 1, 2, 3, 4, 5, 6, 7
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -138,7 +139,9 @@ def _fast_float(buf, i, j):
 @njit(cache=True, nogil=True)
 def _parse_block(buf, n, store, idx_lo, idx_hi, labels, indptr, indices, data, fb_start, fb_end, fb_slot, out):
     """Parse the complete lines of ``buf[:n]``. Labels always go to ``labels``; with ``store`` the
-    rows go to ``indptr, indices, data`` (else they are only counted). Indices must be in
+    rows go to ``indptr, indices, data`` (else they are only counted, ``indices`` holding the current
+    row's: a line naming an index twice is ``_DUPLICATE``, found by sorting the row's indices when they
+    are not increasing, so that ordered rows pay one comparison a value). Indices must be in
     ``[idx_lo, idx_hi)`` (``idx_hi < 0``: no upper limit). Tokens outside the fast path are listed in
     ``fb_start, fb_end, fb_slot`` (slot ``-1 - row`` for a label, the value's position otherwise).
     ``out`` receives ``rows, nnz, fallbacks, min index, max index, error position, error index``;
@@ -167,6 +170,10 @@ def _parse_block(buf, n, store, idx_lo, idx_hi, labels, indptr, indices, data, f
             while i < n and buf[i] != 10:
                 i += 1
             continue
+        line_start = i
+        row_start = nnz
+        prev = np.int64(-1)
+        ordered = True
         ok, v, j = _fast_float(buf, i, n)
         labels[row] = v
         if not ok:
@@ -239,6 +246,11 @@ def _parse_block(buf, n, store, idx_lo, idx_hi, labels, indptr, indices, data, f
             if store:
                 indices[nnz] = idx
                 data[nnz] = v
+            else:
+                indices[nnz - row_start] = idx
+            if idx <= prev:
+                ordered = False
+            prev = idx
             nnz += 1
             if idx < lo:
                 lo = idx
@@ -247,6 +259,17 @@ def _parse_block(buf, n, store, idx_lo, idx_hi, labels, indptr, indices, data, f
             i = j
         if status != _OK:
             break
+        if not ordered:
+            first = row_start if store else 0
+            seen = np.sort(indices[first:first + nnz - row_start])
+            for k in range(1, seen.size):
+                if seen[k] == seen[k - 1]:
+                    status = _DUPLICATE
+                    out[6] = seen[k]
+                    break
+            if status != _OK:
+                i = line_start
+                break
         row += 1
         if store:
             indptr[row] = nnz
@@ -366,7 +389,7 @@ def _fill(fh, buf, start, name):
         while start + total < len(buf):
             try:
                 got = fh.readinto(view[start + total:])
-            except (OSError, EOFError) as exc:          # a corrupt .gz among others
+            except (OSError, EOFError, zlib.error) as exc:          # a corrupt .gz among others
                 raise InputError(f"cannot read {name!r}: {exc}") from None
             if not got:
                 break
@@ -383,7 +406,7 @@ def parse_bytes(buf, end, store, idx_lo, idx_hi, name, lines_before=0):
     max_nnz = colons if store else 0
     labels = np.empty(max_rows)
     indptr = np.empty(max_rows + 1 if store else 1, dtype=np.int64)
-    indices = np.empty(max_nnz, dtype=np.int64)
+    indices = np.empty(colons, dtype=np.int64)     # a scan touches only the longest row's pages
     data = np.empty(max_nnz)
     out = np.zeros(7, dtype=np.int64)
     cap = 1024
@@ -439,6 +462,8 @@ def _raise(status, buf, pos, bad, name, lines_before, idx_lo, idx_hi):
         raise InputError(f"{where}: negative feature index {bad}")
     if status == _TOO_LARGE:
         raise InputError(f"{where}: feature index in {_token_at(buf, pos)!r} is too large")
+    if status == _DUPLICATE:
+        raise InputError(f"{where}: duplicate feature index {bad} (each index may appear once on a line)")
     if status == _BELOW:
         raise InputError(f"{where}: feature index {bad} found, but the indices start at {idx_lo} "
                          f"(--index-base)")

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from .dataset import Dataset, check_finite
-from .source import FileSource, _check_columns, _row_range
+from .source import FileSource, _check_columns, _row_range, check_inferred_width, check_size
 
 N_FEATURES_KEY = b"n_features"
 
@@ -54,6 +54,7 @@ class ParquetRowSource(FileSource):
             self.n_features = self._sparse_width(n_features)
         if self.n_features < 1:
             raise InputError(f"{path}: no feature columns")
+        check_size(path, self.n_train, self.n_features)
 
     # -- the file ----------------------------------------------------------------------------------
     def _open(self, path):
@@ -83,7 +84,10 @@ class ParquetRowSource(FileSource):
 
     def _sparse_width(self, n_features):
         meta = self._open(self.path).schema_arrow.metadata or {}
-        declared = int(meta[N_FEATURES_KEY]) if N_FEATURES_KEY in meta else None
+        try:
+            declared = int(meta[N_FEATURES_KEY]) if N_FEATURES_KEY in meta else None
+        except ValueError:
+            raise InputError(f"{self.path}: its n_features metadata {meta[N_FEATURES_KEY]!r} is not a number") from None
         if n_features is not None:
             width = int(n_features)
         elif declared is not None:
@@ -95,6 +99,7 @@ class ParquetRowSource(FileSource):
                     flat = batch.column(0).flatten().to_numpy(zero_copy_only=False)
                     if flat.size:
                         width = max(width, int(flat.max()) + 1)
+            check_inferred_width(self.path, width - 1, width)
         return width
 
     # -- rows --------------------------------------------------------------------------------------

@@ -154,8 +154,8 @@ class Estimator(BaseEstimator):
                                  y_numeric=self._task() == "regression")
         except InputError:
             raise
-        except ValueError as error:
-            raise InputError(str(error)) from None
+        except ValueError as error:         # on one line (scikit-learn's NaN and 1-D messages have several)
+            raise InputError(" ".join(str(error).split())) from None
 
     def _check_fitted(self):
         check_is_fitted(self)
