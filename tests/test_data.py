@@ -93,8 +93,8 @@ def dense_npz(tmp_path, rng):
 
 def test_dense_npz_full_and_by_columns(dense_npz, monkeypatch):
     path, X, y, Xt, yt = dense_npz
-    import asyos.data.io as io
-    monkeypatch.setattr(io, "_CHUNK_BYTES", 50)          # force many row chunks
+    import asyos.data.npz_member as npz_member
+    monkeypatch.setattr(npz_member, "_CHUNK_BYTES", 50)          # force many row chunks
     d = load_dataset(path)
     np.testing.assert_array_equal(d.X, X.astype(float))
     np.testing.assert_array_equal(d.y, y)

@@ -293,7 +293,7 @@ class CscNpz(ColumnFile):
         missing = {"indices.npy", "indptr.npy", "data.npy", "shape.npy", "format.npy"} - set(infos)
         if missing:
             raise InputError(f"{path} is not a scipy sparse matrix file (missing {sorted(missing)})")
-        from .io import _sparse_format
+        from .npz_member import _sparse_format
         fmt = _sparse_format(path)
         if fmt != "csc":
             raise InputError(f"{path} is a {fmt.upper()} matrix; columns are read from CSC files "
@@ -332,7 +332,7 @@ class CscNpz(ColumnFile):
             raise InputError(f"{path} must hold real numbers; got dtype {self.dtype}")
 
     def _small(self, name):
-        from .io import _NpyMember
+        from .npz_member import _NpyMember
         return _NpyMember(self.path, name).read()
 
     @property
