@@ -66,10 +66,14 @@ def checkpointer_for(config, kind: Optional[str] = None) -> Optional[Checkpointe
         if config.resume:
             raise InputError("--resume needs the run's --output directory")
         return None
+    return Checkpointer(checkpoint_path(config), _every(config), run_identity(config), resume=config.resume,
+                        stop_after=_stop_after())
+
+
+def _every(config) -> Optional[float]:
+    """``--checkpoint-every``: ``DEFAULT_EVERY_S`` when not given; ``None`` (on stop only) for 0."""
     every = DEFAULT_EVERY_S if config.checkpoint_every is None else config.checkpoint_every
-    identity = run_identity(config)
-    path = checkpoint_path(config)
-    return Checkpointer(path, every if every > 0 else None, identity, resume=config.resume, stop_after=_stop_after())
+    return every if every > 0 else None
 
 
 STOP_AFTER_ENV = "ASYOS_STOP_AFTER_POLLS"
@@ -93,10 +97,8 @@ def rank_checkpointer(config, rank: int, size: int) -> Optional[Checkpointer]:
         if config.resume:
             raise InputError("--resume needs the run's --output directory")
         return None
-    every = DEFAULT_EVERY_S if config.checkpoint_every is None else config.checkpoint_every
-    identity = {**run_identity(config), "ranks": size}
-    return Checkpointer(os.path.join(config.output, RANKS_DIR, f"rank-{rank}.pkl"), every if every > 0 else None, identity,
-                        resume=config.resume)
+    return Checkpointer(os.path.join(config.output, RANKS_DIR, f"rank-{rank}.pkl"), _every(config),
+                        {**run_identity(config), "ranks": size}, resume=config.resume)
 
 
 def takes_checkpoint(estimator) -> bool:

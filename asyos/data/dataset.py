@@ -165,18 +165,33 @@ def check_scale_of(colmax, where: str) -> None:
 
 def available_memory_bytes():
     """Memory this process could still allocate: ``MemAvailable`` of ``/proc/meminfo`` (free
-    memory plus the caches the kernel can drop), else the free physical pages; ``None`` if unknown."""
+    memory plus the caches the kernel can drop), else the free physical pages, bounded by the
+    cgroup's ``memory.max`` less its ``memory.current`` when one is set; ``None`` if unknown."""
+    found = None
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    found = int(line.split()[1]) * 1024
+                    break
     except (OSError, ValueError, IndexError):
         pass
+    if found is None:
+        try:
+            found = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, AttributeError):
+            found = None
     try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, AttributeError):
-        return None
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            limit = fh.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as fh:
+            used = int(fh.read().strip())
+        if limit != "max":
+            room = max(int(limit) - used, 0)
+            found = room if found is None else min(found, room)
+    except (OSError, ValueError):
+        pass
+    return found
 
 
 def check_fits_in_memory(nbytes, what: str) -> None:

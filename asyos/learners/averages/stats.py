@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.blas import dsyr, dsyrk
 
-from ...data.dataset import as_float_matrix, as_label_vector
+from ...data.dataset import as_float_matrix, as_label_vector, available_memory_bytes
 from ...errors import InputError
 
 _FORMAT = "asyos.RunningAverages/1"
@@ -58,34 +58,8 @@ GIB = float(2 ** 30)
 
 
 def available_memory():
-    """Bytes of memory this process may still allocate: ``MemAvailable`` of ``/proc/meminfo`` (else the
-    free pages, ``sysconf``), bounded by the cgroup's ``memory.max`` less its ``memory.current`` when
-    one is set; ``None`` when nothing says."""
-    found = None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    found = int(line.split()[1]) * 1024
-                    break
-    except (OSError, ValueError, IndexError):
-        pass
-    if found is None:
-        try:
-            found = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-        except (OSError, ValueError, AttributeError):
-            found = None
-    try:
-        with open("/sys/fs/cgroup/memory.max") as f:
-            limit = f.read().strip()
-        with open("/sys/fs/cgroup/memory.current") as f:
-            used = int(f.read().strip())
-        if limit != "max":
-            room = max(int(limit) - used, 0)
-            found = room if found is None else min(found, room)
-    except (OSError, ValueError):
-        pass
-    return found
+    """Bytes this process may still allocate (``asyos.data.dataset.available_memory_bytes``)."""
+    return available_memory_bytes()
 
 
 def check_gram_memory(n_features, matrices=GRAM_MATRICES, who="running averages"):
