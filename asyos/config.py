@@ -90,7 +90,9 @@ class RunConfig:
     # output
     output: Optional[str] = None
     overwrite: bool = False                 # replace a previous run's files in --output (else refused)
-    quiet: bool = False
+    quiet: bool = False                     # -q: no summary, no progress lines
+    verbose: int = 0                        # -v: progress lines even when stderr is not a terminal; -vv: debug
+    save_model: Optional[str] = None        # --save-model FILE: the fitted model (asyos.model_file)
     # checkpoints (asyos.resume): seconds between saves (None: DEFAULT_EVERY_S with --output; 0: on stop only)
     checkpoint_every: Optional[float] = None
     resume: bool = False                    # set by --resume DIR (the run's settings come from DIR)
@@ -199,7 +201,8 @@ class RunConfig:
             value = getattr(self, name)
             if value is not None:
                 _require(value >= 1, f"--{_flag(name)} must be at least 1; got {value}")
-        for name in ("n_test", "max_staleness", "trace_every", "max_batch"):
+        _require(not (self.quiet and self.verbose), "--quiet and --verbose contradict each other; pass one")
+        for name in ("n_test", "max_staleness", "trace_every", "max_batch", "verbose"):
             value = getattr(self, name)
             if value is not None:
                 _require(value >= 0, f"--{_flag(name)} must be >= 0; got {value}")

@@ -16,7 +16,7 @@ from .errors import EXIT_OK, ConvergenceWarning, InputError
 from .metrics import evaluate
 from .problem import open_data_source, resolve_problem
 from .registry import get_algorithm
-from .report import build_record, format_summary, report_warnings
+from .summary import build_record, format_summary, report_warnings
 from .results import prepare_run_output, write_results
 from .resume import finished, fit_resumable, save_run_config
 

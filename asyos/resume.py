@@ -22,8 +22,9 @@ from .errors import InputError
 
 CONFIG_FILE = "run_config.json"
 # settings that change neither the computation nor its result: they may differ on --resume
-NOT_IDENTITY = ("output", "quiet", "checkpoint_every", "resume", "overwrite", "watchdog_timeout", "setup_timeout")
-RESUME_OVERRIDES = ("checkpoint_every", "quiet", "watchdog_timeout", "setup_timeout")
+NOT_IDENTITY = ("output", "quiet", "verbose", "save_model", "checkpoint_every", "resume", "overwrite",
+                "watchdog_timeout", "setup_timeout")
+RESUME_OVERRIDES = ("checkpoint_every", "quiet", "verbose", "save_model", "watchdog_timeout", "setup_timeout")
 
 
 def checkpoint_path(config) -> str:

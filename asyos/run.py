@@ -15,6 +15,7 @@ from . import _env  # noqa: F401  (before numpy)
 
 import argparse
 import atexit
+import os
 import sys
 import traceback
 
@@ -43,10 +44,30 @@ def _passes(text):
         raise argparse.ArgumentTypeError(f"must be an integer or auto; got {text!r}") from None
 
 
+def program_name(argv0=None) -> str:
+    """How the user started us, for ``--help`` and messages: ``asyos`` (the console script),
+    ``python -m asyos`` or ``python -m asyos.run``, behind ``mpiexec -n N`` under MPI."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    base = os.path.basename(argv0 or "")
+    if base == "__main__.py":
+        name = "python -m asyos"
+    elif base in ("run.py", ""):
+        name = "python -m asyos.run"
+    else:
+        name = os.path.splitext(base)[0] if base.startswith("asyos") else "python -m asyos.run"
+    return f"mpiexec -n N {name}" if _env.launched_by_mpi() else name
+
+
+def package_version() -> str:
+    from .results import package_version as version
+    return version()
+
+
 def make_parser() -> argparse.ArgumentParser:
-    prog = "mpiexec -n N python -m asyos.run" if _env.launched_by_mpi() else "python -m asyos.run"
-    p = _Parser(prog=prog, argument_default=argparse.SUPPRESS,
-                description="Budgeted online feature selection: Online Substitution and Asy-OS.")
+    p = _Parser(prog=program_name(), argument_default=argparse.SUPPRESS,
+                description="Budgeted online feature selection: Online Substitution and Asy-OS. "
+                            "'%(prog)s predict --model FILE --data NEW' applies a saved model (predict --help).")
+    p.add_argument("--version", action="version", version=f"asyos {package_version()}")
     g = p.add_argument_group("what to run")
     g.add_argument("--algorithm", help="registered algorithm (default: os)")
     g.add_argument("--list-algorithms", action="store_true", help="list the algorithms and exit")
@@ -86,7 +107,12 @@ def make_parser() -> argparse.ArgumentParser:
                                     "follows Alg. 3 literally)")
     g.add_argument("--decrease-constant", type=float, help="--variant kdd16: the paper's c in [0, 1] (default 1)")
     _bool_flag(g, "refit", "refit on the selected features before evaluation (default on; --no-refit)")
-    g.add_argument("--seed", type=int, help="seed of data generation and of every random choice (default 0)")
+    g.add_argument("--seed", type=int, help="seed of the synthetic data, of the feature sharding (hashed), the "
+                                            "simulator's schedule and every learner's shuffles (default 0): one "
+                                            "process repeats a run exactly; under mpiexec the data, shards and "
+                                            "each worker's own choices repeat, but the order in which the workers' "
+                                            "pushes meet (and so the staleness and the selection) depends on timing "
+                                            "and is not fixed by any seed")
     from .registry import algorithms_of
     g = p.add_argument_group(f"sample-stream learners ({', '.join(s.name for s in algorithms_of('stream'))})")
     g.add_argument("--param", dest="params", help="the learner's parameters, name=value[,name=value...] "
@@ -160,7 +186,13 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--output", help="directory for results.json and selection_log.csv")
     g.add_argument("--overwrite", action="store_true", help="replace the files of a previous run in --output "
                                                            "(without it, a used --output is refused)")
-    g.add_argument("--quiet", action="store_true", help="no summary on stdout")
+    g.add_argument("--save-model", metavar="FILE", help="write the fitted model (selected features, coefficients, "
+                                                        "intercept, scaling, algorithm, asyos version) to FILE; "
+                                                        "'predict --model FILE' applies it to new data")
+    g.add_argument("-q", "--quiet", action="store_true", help="no summary on stdout and no progress lines on stderr "
+                                                              "(warnings and errors still)")
+    g.add_argument("-v", "--verbose", action="count", help="progress lines on stderr even when it is not a terminal "
+                                                           "(a log file); -vv: debug messages too")
     g.add_argument("--checkpoint-every", type=float, metavar="SECONDS",
                    help="with --output: save the run's state to DIR/checkpoint.pkl every SECONDS (default 60; "
                         "0: only when stopped by SIGTERM or Ctrl-C, which save and exit 143 / 130)")
@@ -225,10 +257,16 @@ def _main(argv) -> int:
     config = None
     if argv[:1] == ["--benchmark"] or (argv and argv[0].startswith("--benchmark=")):
         return _benchmark(argv)
+    if argv[:1] == ["predict"]:
+        from .predict import main as predict
+        return predict(argv[1:], prog=f"{program_name()} predict")
     try:
         comm = _mpi_world()
         rank = comm.Get_rank() if comm is not None else 0
         config = parse_config(argv)
+        from .logs import configure
+        if config is not None:
+            configure(quiet=config.quiet, verbose=config.verbose, rank=rank)
         started = True
         if config is None:
             if rank == 0:

@@ -81,7 +81,7 @@ def run_stream(config) -> int:
     from .metrics import evaluate
     from .problem import resolve_problem
     from .registry import get_algorithm
-    from .report import build_record, format_summary, report_warnings
+    from .summary import build_record, format_summary, report_warnings
     from .results import prepare_run_output, write_results
     from .resume import checkpointer_for, finished, save_run_config
 

@@ -169,7 +169,7 @@ def run_running_averages(config, comm=None) -> int:
     from ..errors import ConvergenceWarning
     from ..problem import open_data_source, resolve_problem
     from ..registry import get_algorithm
-    from ..report import build_record, format_summary
+    from ..summary import build_record, format_summary
     from ..results import prepare_run_output, write_results
     from ..resume import checkpointer_for, finished, save_run_config
     import warnings
@@ -228,7 +228,7 @@ def run_running_averages(config, comm=None) -> int:
         estimator.fit_stats(stats)
         model = estimator.model_
     t3 = time.perf_counter()
-    from ..report import report_warnings
+    from ..summary import report_warnings
     notes = report_warnings(caught)
     std = stats.standardize()
     metrics = {"n_selected": int(model.support.size), "objective": std.objective(model.std_coef)}

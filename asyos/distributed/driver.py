@@ -357,7 +357,7 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
 
     record = _central_results(config, setup, finals, central, lipschitz, trace, async_s, busy_s, t_start,
                               oversubscribed, transport.name, theta, steps_before)
-    from ..report import format_summary
+    from ..summary import format_summary
     if not config.quiet:
         print(format_summary(record), flush=True)
     if config.output:
@@ -373,8 +373,8 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
 def _central_results(config, setup, finals, central, lipschitz, trace, async_s, busy_s, t_start, oversubscribed,
                      transport, theta=None, steps_before=0):
     from ..metrics import evaluate
-    from ..report import build_record
-    from ..report import report_warnings
+    from ..summary import build_record
+    from ..summary import report_warnings
 
     problem = setup["problem"]
     loss, y, y_test = problem.loss, setup["y"], setup["y_test"]
