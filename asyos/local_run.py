@@ -16,6 +16,7 @@ from .errors import EXIT_OK, ConvergenceWarning, InputError
 from .metrics import evaluate
 from .problem import open_data_source, resolve_problem
 from .registry import get_algorithm
+from .timing import command_timing
 from .summary import build_record, format_summary, report_warnings
 from .results import prepare_run_output, write_results
 from .resume import finished, fit_resumable, save_run_config
@@ -108,7 +109,7 @@ def run_local(config) -> int:
             extra["budget_mode"] = estimator.budget_mode
     if spec.family == "substitution":
         extra["variant"] = estimator.variant
-    timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0, "fit_s": t2 - t1}
+    timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0, **command_timing(t0, load_s=t1 - t0, fit_s=t2 - t1)}
     record = build_record(config, problem, "simulated" if simulated else "sequential", support,
                           coef[support], metrics, timing, warnings=notes, **extra)
     if not config.quiet:

@@ -43,6 +43,7 @@ import scipy.sparse as sp
 
 from .checkpoint import RunInterrupted
 from .errors import EXIT_OK, InputError
+from .timing import describe
 
 DEFAULT_BLOCK = "20%"
 HOLD_OUT = 0.3
@@ -114,6 +115,7 @@ def run_dfls(config) -> int:
     from .learners.path.dfls import DFLS
     from .results import atomic_file, environment, prepare_run_output, write_json_atomic
     from .resume import checkpointer_for, finished, save_run_config
+    from .timing import command_timing
 
     t0 = time.perf_counter()
     prepare_run_output(config)
@@ -128,6 +130,7 @@ def run_dfls(config) -> int:
     model = DFLS(**params)
     model._check_params()
     X, y, X_test, y_test, test_note = _load(config)
+    load_s = time.perf_counter() - t0
     m = X.shape[1]
     size = config.group_size
     if size > 1 and model.penalty != "group_lasso":
@@ -251,6 +254,7 @@ def run_dfls(config) -> int:
         "retrain_warm": _retrain_record(warm, reference),
         "coef": coef, "intercept": model.intercept_, "support": np.flatnonzero(coef),
         "config": config.as_dict(), "environment": environment(), "wall_s": time.perf_counter() - t0,
+        "timing": command_timing(t0, load_s=load_s, fit_s=time.perf_counter() - t0 - load_s),
     }
     if not config.quiet:
         print(_summary(record), flush=True)
@@ -304,6 +308,7 @@ def _summary(r) -> str:
     ]
     if d["phase1_theta"] is not None:
         lines.append(f"  Phase I (eq. 7) ended at theta = {d['phase1_theta']:.4g}")
+    lines.append("  " + describe(r["timing"]) + " (fitting: the first fit, DFLS and both retrainings)")
     return "\n".join(lines)
 
 

@@ -82,6 +82,7 @@ def run_stream(config) -> int:
     from .problem import resolve_problem
     from .registry import get_algorithm
     from .summary import build_record, format_summary, report_warnings
+    from .timing import command_timing
     from .results import prepare_run_output, write_results
     from .resume import checkpointer_for, finished, save_run_config
 
@@ -172,7 +173,8 @@ def run_stream(config) -> int:
             extra[name.rstrip("_")] = getattr(estimator, name)
         except AttributeError:
             pass
-    timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0, "fit_s": t2 - t1, "evaluate_s": t3 - t2}
+    timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0,
+              **command_timing(t0, load_s=t1 - t0, fit_s=t2 - t1, evaluate_s=t3 - t2)}
     record = build_record(config, problem, "streamed", support, coef[support], metrics, timing, warnings=notes,
                           **extra)
     if not config.quiet:

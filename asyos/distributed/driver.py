@@ -129,6 +129,7 @@ def run_asy_os(config, comm):
     if everyone[:, 0].any():
         raise InputError(next(e for e in comm.allgather(error) if e))
     lipschitz = float(everyone[:, 1].max())
+    setup["loaded_s"] = time.perf_counter() - t_start       # every rank has its data (rank 0 waited for them)
     # every rank is past MPI_Init, so every rank of the node has mapped MPICH's segment: unlinked
     # now, it is freed however the job ends (only a clean MPI_Finalize would unlink it otherwise)
     unlink_segments(shared_memory_segments())
@@ -330,6 +331,7 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
     if config.resume:
         u0, steps_before = _resume_point(comm, np.zeros(n), 0, backoff, config.setup_timeout)
     t_async0 = time.perf_counter()
+    setup["connect_s"] = t_async0 - t_start - setup["loaded_s"]
     trace = ObjectiveTrace(config.trace_every, problem.loss, setup["y"]) if config.trace_every else None
     bound = config.max_staleness if transport.refuses_stale_pushes else None
     central = Central(n, max_staleness=bound, monitor=trace)
@@ -374,6 +376,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
                      transport, theta=None, steps_before=0):
     from ..metrics import evaluate
     from ..summary import build_record
+    from ..timing import command_timing
     from ..summary import report_warnings
 
     problem = setup["problem"]
@@ -453,7 +456,10 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
     )
     if trace is not None:
         extra["trace"] = trace.as_dict()
-    timing = {"wall_s": wall_s, "setup_s": wall_s - async_s, "async_s": async_s}
+    finish_s = wall_s - setup["loaded_s"] - setup["connect_s"] - async_s
+    timing = {"wall_s": wall_s, "setup_s": wall_s - async_s,
+              **command_timing(t_start, load_s=setup["loaded_s"], connect_s=setup["connect_s"], async_s=async_s,
+                               finish_s=finish_s)}
     return build_record(config, problem, "mpi", selected, coef_sel, metrics, timing, **extra)
 
 
