@@ -107,12 +107,12 @@ def make_parser() -> argparse.ArgumentParser:
                                     "follows Alg. 3 literally)")
     g.add_argument("--decrease-constant", type=float, help="--variant kdd16: the paper's c in [0, 1] (default 1)")
     _bool_flag(g, "refit", "refit on the selected features before evaluation (default on; --no-refit)")
-    g.add_argument("--seed", type=int, help="seed of the synthetic data, of the feature sharding (hashed), the "
-                                            "simulator's schedule and every learner's shuffles (default 0): one "
-                                            "process repeats a run exactly; under mpiexec the data, shards and "
-                                            "each worker's own choices repeat, but the order in which the workers' "
-                                            "pushes meet (and so the staleness and the selection) depends on timing "
-                                            "and is not fixed by any seed")
+    g.add_argument("--seed", type=int, help="seed of the synthetic data, the L_F estimate, the simulator's "
+                                            "schedule, the learners' shuffles and DFLS's block (default 0): in one "
+                                            "process a run repeats exactly; under mpiexec the data and each rank's "
+                                            "own random choices repeat, but the order in which the workers' "
+                                            "updates meet u_C (so the staleness, and possibly the selection) "
+                                            "depends on timing, which no seed fixes")
     from .registry import algorithms_of
     g = p.add_argument_group(f"sample-stream learners ({', '.join(s.name for s in algorithms_of('stream'))})")
     g.add_argument("--param", dest="params", help="the learner's parameters, name=value[,name=value...] "
