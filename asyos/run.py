@@ -196,6 +196,9 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--checkpoint-every", type=float, metavar="SECONDS",
                    help="with --output: save the run's state to DIR/checkpoint.pkl every SECONDS (default 60; "
                         "0: only when stopped by SIGTERM or Ctrl-C, which save and exit 143 / 130)")
+    g.add_argument("--time-limit", type=float, metavar="SECONDS",
+                   help="stop after SECONDS of fitting as SIGTERM would (with --output: the state saved, exit 142; "
+                        "continue with --resume DIR, which may give a new --time-limit); for batch queues' limits")
     g.add_argument("--resume", metavar="DIR", help="continue the stopped run whose --output was DIR, with its "
                                                    "settings (DIR/run_config.json) from its last checkpoint")
     return p
@@ -267,6 +270,8 @@ def _main(argv) -> int:
         from .logs import configure
         if config is not None:
             configure(quiet=config.quiet, verbose=config.verbose, rank=rank)
+            from .checkpoint import StopSignals
+            StopSignals.time_limit = config.time_limit
         started = True
         if config is None:
             if rank == 0:
