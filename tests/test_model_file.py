@@ -227,3 +227,23 @@ def test_predict_help_names_the_command(capsys):
         cli("predict", "--help")
     assert exit_.value.code == 0
     assert "predict" in capsys.readouterr().out.splitlines()[0]
+
+
+@pytest.mark.parametrize("change,columns", [(("--add-features", "0-2"), [3, 4, 5, 6, 7, 8, 9, 0, 1, 2]),
+                                            (("--remove-features", "0-2"), [3, 4, 5, 6, 7, 8, 9])])
+def test_a_dfls_model_takes_the_global_columns_its_estimator_takes_in_its_order(split, tmp_path, change, columns):
+    root = split["root"]
+    model = tmp_path / "dfls.model"
+    assert cli("--algorithm", "dfls", "--data", root / "diabetes_train.npz", *change, "--save-model", model,
+               "--output", tmp_path / "fit", "-q") == 0
+    assert json.loads((tmp_path / "fit" / "results.json").read_text())["model"] == str(model)
+    assert cli("predict", "--model", model, "--data", root / "diabetes_test.npz", "--output", tmp_path / "p") == 0
+    predicted, decision = read_predictions(tmp_path / "p" / "predictions.csv")
+    saved = load_model(str(model))
+    X = split["diabetes"][0]
+    assert saved.estimator_columns.tolist() == columns           # an added block comes last
+    assert set(saved.selected.tolist()) <= set(columns)
+    np.testing.assert_allclose(decision, saved.estimator.predict(X[:, saved.estimator_columns]), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(predicted, decision)
+    scaling = saved.scaling
+    np.testing.assert_allclose(scaling["raw_coef"] * scaling["scales"], saved.coef, rtol=1e-12)
