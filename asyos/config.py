@@ -224,6 +224,8 @@ class RunConfig:
                  f"--checkpoint-every must be >= 0 seconds; got {self.checkpoint_every}")
         _require(self.checkpoint_every is None or self.output is not None,
                  "--checkpoint-every needs --output (the checkpoint is written there)")
+        from .model_file import check_model_path
+        check_model_path(self.save_model)
         _require(not self.overwrite or self.output is not None, "--overwrite goes with --output (the directory "
                                                                 "whose previous run it replaces)")
         _require(self.time_limit is None or self.time_limit > 0,

@@ -14,6 +14,7 @@ import numpy as np
 
 from .errors import EXIT_OK, ConvergenceWarning, InputError
 from .metrics import evaluate
+from .model_file import save_run_model
 from .problem import open_data_source, resolve_problem
 from .registry import get_algorithm
 from .timing import command_timing
@@ -114,6 +115,7 @@ def run_local(config) -> int:
                           coef[support], metrics, timing, warnings=notes, **extra)
     if not config.quiet:
         print(format_summary(record), flush=True)
+    save_run_model(config, record, estimator, data.X, source=source)
     if config.output:
         log = getattr(estimator, "selection_log_", None)
         rows = [tuple(r[k] for k in ("worker", "step", "pass", "feature", "event", "weight")) for r in log] \

@@ -258,6 +258,7 @@ def run_dfls(config) -> int:
     }
     if not config.quiet:
         print(_summary(record), flush=True)
+    _save_model(config, record, model, final)
     if config.output:
         write_json_atomic(os.path.join(config.output, "results.json"), record)
         finished(config)
@@ -272,6 +273,24 @@ def run_dfls(config) -> int:
         if not config.quiet:
             print(f"  results: {config.output}/results.json, path.csv, path.png", flush=True)
     return EXIT_OK
+
+
+def _save_model(config, record, model, final) -> None:
+    """``--save-model FILE``: the final model over the global columns (``model``'s own columns are
+    ``final``, in its order), with its standardization (``x_mean_``, ``x_scale_``) and weights on it."""
+    from .model_file import save_run_model
+    support = np.asarray(record["support"], dtype=np.intp)
+    position = np.empty(record["n_features"], dtype=np.intp)
+    position[final] = np.arange(len(final))
+    at = position[support]
+    spread = np.asarray(model.x_scale_, dtype=float)[at]
+    scaling = {"kind": "standard", "offsets": np.asarray(model.x_mean_, dtype=float)[at],
+               "scales": np.divide(1.0, spread, out=np.zeros(at.size), where=spread > 0),
+               "raw_coef": np.asarray(model.w_, dtype=float)[at]}
+    run = {"algorithm": "dfls", "problem": {"loss": "squared", "n_features": record["n_features"]},
+           "selected": support, "coef": np.asarray(record["coef"])[support], "intercept": record["intercept"]}
+    if save_run_model(config, run, model, scaling=scaling, estimator_columns=np.asarray(final, dtype=np.int64)):
+        record["model"] = config.save_model
 
 
 def _retrain_record(result, reference) -> dict:

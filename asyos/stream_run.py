@@ -180,6 +180,8 @@ def run_stream(config) -> int:
     if not config.quiet:
         print(format_summary(record) + f"\n  streamed {problem.n_samples} rows x {passes} pass(es) in chunks of "
               f"{chunk_rows}: {extra['samples_per_s']:.0f} samples/s", flush=True)
+    from .model_file import save_run_model
+    save_run_model(config, record, estimator, source=source)
     if config.output:
         path = write_results(config.output, record, None)
         finished(config)

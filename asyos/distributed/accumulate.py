@@ -253,6 +253,8 @@ def run_running_averages(config, comm=None) -> int:
     if not config.quiet:
         print(format_summary(record) + f"\n  running averages of {stats.n_seen} samples on {size} rank(s): "
               f"accumulate {t1 - t0:.2f} s, reduce {t2 - t1:.3f} s, extract {t3 - t2:.3f} s", flush=True)
+    from ..model_file import save_run_model
+    save_run_model(config, record, estimator, scaling=_scaling(std, model), source=source)
     if config.output:
         path = write_results(config.output, record, None)
         stats.save(f"{config.output}/running_averages.npz")
@@ -260,3 +262,13 @@ def run_running_averages(config, comm=None) -> int:
         if not config.quiet:
             print(f"  results: {path}", flush=True)
     return 0
+
+
+def _scaling(std, model) -> dict:
+    """The model file's ``scaling`` (``asyos.model_file``): the selected features standardized by the
+    running means and spreads, ``z = (x - mean) / sigma``, and the selection's weights on ``z``."""
+    support = np.asarray(model.support, dtype=np.intp)
+    sigma = std.scale[support]
+    return {"kind": "standard", "offsets": std.mean_x[support].copy(),
+            "scales": np.divide(1.0, sigma, out=np.zeros(support.size), where=sigma > 0),
+            "raw_coef": np.asarray(model.selection_coef, dtype=float)[support]}

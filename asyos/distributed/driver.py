@@ -362,6 +362,8 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
     from ..summary import format_summary
     if not config.quiet:
         print(format_summary(record), flush=True)
+    from ..model_file import save_run_model
+    save_run_model(config, record, scaling=record.get("scaling"), source=setup["source"])
     if config.output:
         from ..results import write_results
         rows = [row for f in finals for row in f["log"]]
@@ -453,6 +455,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         n_dropped=int(sum(f["dropped"] for f in finals)),
         candidates=_candidates_record(candidates),
         n_candidates=candidates.size,
+        scaling=_scaling(candidates, done) if options.scale else None,
     )
     if trace is not None:
         extra["trace"] = trace.as_dict()
@@ -461,6 +464,14 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
               **command_timing(t_start, load_s=setup["loaded_s"], connect_s=setup["connect_s"], async_s=async_s,
                                finish_s=finish_s)}
     return build_record(config, problem, "mpi", selected, coef_sel, metrics, timing, **extra)
+
+
+def _scaling(candidates, done) -> dict:
+    """How the workers scaled the selected columns, ``z = (x - offsets) * scales``, and the selection's
+    weights on ``z`` (the model file's ``scaling``, ``asyos.model_file``)."""
+    offsets, scales = candidates.offsets[done.positions], candidates.scales[done.positions]
+    raw = np.divide(np.asarray(done.coef, dtype=float), scales, out=np.zeros(scales.size), where=scales > 0)
+    return {"kind": "standard", "offsets": offsets, "scales": scales, "raw_coef": raw}
 
 
 def _candidates_record(candidates) -> dict:
