@@ -120,3 +120,5 @@ def test_readme_command(line, command, runs):
     if output and expected == 0 and "asyos.run" in command:
         record = json.load(open(os.path.join(output, "results.json")))
         assert record.get("status", "finished") != "interrupted"
+    if output and "predict" in words:
+        assert os.path.getsize(os.path.join(output, "predictions.csv")) > 0
