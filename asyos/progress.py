@@ -165,11 +165,13 @@ class ProgressPoller:
 
     def __init__(self, reporter: Progress):
         self.reporter = reporter
+        self.polls = 0
 
     def take(self, kind: str, externals=None):
         return None
 
     def poll(self, kind: str, capture=None, progress=dict, externals=None) -> None:
+        self.polls += 1
         if time.monotonic() >= self.reporter._next:
             self.reporter.report(progress())
 
