@@ -126,7 +126,8 @@ class Progress:
             self.total = state["_total"]
         if "_unit" in state:
             self.unit = state["_unit"]
-        fields = {k: v for k, v in state.items() if not k.startswith("_")}
+        counted = f"{_number(self.done)} of {_number(self.total)}" if self.total else None
+        fields = {k: v for k, v in state.items() if not k.startswith("_") and str(v) != counted}
         self.line(fields, state.get("_objective"), counted="_done" in state)
 
     def line(self, fields: Optional[dict] = None, objective=None, counted: bool = True) -> None:

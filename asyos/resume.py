@@ -205,7 +205,8 @@ def report_interrupted(config, exc: RunInterrupted, launcher: str = "", quiet: b
     how far it got, and how to continue it (``launcher``: ``mpiexec -n N `` under MPI)."""
     output = getattr(config, "output", None)
     saved = exc.path is not None and os.path.exists(exc.path)
-    done = ", ".join(f"{k} {v}" for k, v in exc.progress.items() if not k.startswith("_"))
+    progress = {k: v for k, v in exc.progress.items() if not k.startswith("_")}    # "_": progress lines only
+    done = ", ".join(f"{k} {v}" for k, v in progress.items())
     where = f" after {done}" if done else ""
     command = f"{launcher}python -m asyos.run --resume {output}"
     if saved:
@@ -220,7 +221,7 @@ def report_interrupted(config, exc: RunInterrupted, launcher: str = "", quiet: b
     if output and os.path.isdir(output):
         from .results import write_json_atomic
         record = {"status": "interrupted", "signal": signal_name(exc.signum), "exit_status": exc.exit_status,
-                  "progress": exc.progress, "checkpoint": exc.path if saved else None,
+                  "progress": progress, "checkpoint": exc.path if saved else None,
                   "resume": command, "config": config.as_dict()}
         try:
             write_json_atomic(os.path.join(output, "results.json"), record)
