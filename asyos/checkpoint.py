@@ -144,6 +144,7 @@ class Checkpointer:
         self.saves = 0
         self.save_seconds = 0.0
         self._last = time.monotonic()
+        self.reporter = None            # an asyos.progress.Progress: poll writes its lines too
 
     # -- the loop's side --------------------------------------------------------------------
     def take(self, kind: str, externals: Optional[dict] = None):
@@ -167,7 +168,11 @@ class Checkpointer:
     def poll(self, kind: str, capture: Callable[[], object], progress: Callable[[], dict] = dict,
              externals: Optional[dict] = None) -> None:
         """At a consistent point of loop ``kind``: save ``capture()`` if it is time, and leave the
-        loop with ``RunInterrupted`` if a stop was requested."""
+        loop with ``RunInterrupted`` if a stop was requested (and write a progress line when one
+        is due, ``reporter``)."""
+        reporter = self.reporter
+        if reporter is not None and time.monotonic() >= reporter._next:
+            reporter.report(progress())
         if not self.due():
             return
         stop = StopSignals.requested

@@ -48,41 +48,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, InputError
+from .progress import Progress, wanted
 
 MAX_SPILL_FILES = 256          # open spill files (one per column group) during the pass
 PARQUET_MAX_FEATURES = 10000   # wider Parquet tables are refused (see ``_check_parquet``)
 PARQUET_META_BYTES = 100       # footer bytes per column and row group (measured 82 without statistics)
-PROGRESS_EVERY = 5.0           # seconds between progress lines
 SCAN_NOTE_BYTES = 1 << 26      # a libsvm file this large takes seconds to scan: say so before
 _COPY_BYTES = 1 << 24          # block size of plain file copies
 
 FORMATS = ("dense", "csc", "parquet")
-
-
-# ------------------------------------------------------------------------------------ progress
-class Progress:
-    """``asyos: convert: <what> R of N <unit> (P%), S <unit>/s, ETA T s`` on stderr every ``every`` s."""
-
-    def __init__(self, enabled=True, every=None, stream=None):
-        self.enabled, self.every = enabled, PROGRESS_EVERY if every is None else every
-        self.stream = stream or sys.stderr
-        self.phase("", 0, "")
-
-    def phase(self, what, total, unit):
-        self.what, self.total, self.unit, self.done = what, total, unit, 0
-        self.start = self.last = time.perf_counter()
-
-    def advance(self, amount):
-        self.done += amount
-        now = time.perf_counter()
-        if self.enabled and now - self.last >= self.every:
-            self.last = now
-            rate = self.done / max(now - self.start, 1e-9)
-            eta = (self.total - self.done) / rate if rate > 0 else float("inf")
-            pct = 100.0 * self.done / max(self.total, 1)
-            self.stream.write(f"asyos: convert: {self.what} {self.done} of {self.total} {self.unit} ({pct:.0f}%), "
-                              f"{rate:.0f} {self.unit}/s, ETA {eta:.0f} s\n")
-            self.stream.flush()
 
 
 # ------------------------------------------------------------------------------------ npy output
@@ -168,7 +142,7 @@ class _DenseWriter:
         n, isz = self.n, self.dtype.itemsize
         header = _npy_header((n, self.p), self.dtype, fortran=True)
         base = len(header)
-        progress.phase("wrote columns", self.p, "columns")
+        progress.phase("convert: wrote columns", self.p, "columns")
         with open(self.path, "wb") as out:
             out.write(header)
             out.truncate(base + n * self.p * isz)
@@ -242,7 +216,7 @@ class _CscWriter:
         indptr = np.zeros(self.p + 1, dtype=index)
         np.cumsum(self.counts, out=indptr[1:])
         data_tmp = os.path.join(self.spill_dir, "data.bin")
-        progress.phase("wrote columns", self.p, "columns")
+        progress.phase("convert: wrote columns", self.p, "columns")
         with zipfile.ZipFile(self.path, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
             with zf.open("indices.npy", "w", force_zip64=True) as out, open(data_tmp, "wb") as data_out:
                 out.write(_npy_header((nnz,), index))
@@ -437,7 +411,7 @@ def convert(src, dst, fmt=None, dtype="float64", test_data=None, index_base="aut
             raise InputError(f"{src} has a test split: give a directory DST (not ending in .parquet) to get "
                              f"DST/train.parquet and DST/test.parquet")
         _check_parquet(splits, budget)
-    progress = Progress(enabled=not quiet, stream=stream)
+    progress = Progress(enabled=not quiet and wanted())
     try:
         work = tempfile.mkdtemp(prefix=f".{os.path.basename(dst)}.convert-", dir=parent)
     except OSError as exc:
@@ -485,7 +459,7 @@ def _convert_split(source, fmt, dtype, x_path, y_path, work, budget, progress, s
     else:
         writer = _ParquetWriter(x_path, p, dtype, _feature_names(source, p))
     labels = _VectorFile(y_path, n) if y_path else None
-    what = f"read {split} rows" if several else "read rows"
+    what = f"convert: read {split} rows" if several else "convert: read rows"
     progress.phase(what, n, "rows")
     for X, y in source.iter_rows(0, n, chunk_rows):
         if fmt == "parquet":
@@ -563,6 +537,8 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = _parser().parse_args(argv)
+        from .logs import configure
+        configure(quiet=args.quiet, verbose=1)      # progress lines unless -q, in a log file too
         convert(args.src, args.dst, args.format, args.dtype, args.test_data, args.index_base, args.n_features,
                 args.memory, args.overwrite, args.quiet)
     except InputError as exc:

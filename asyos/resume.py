@@ -72,6 +72,25 @@ def checkpointer_for(config, kind: Optional[str] = None) -> Optional[Checkpointe
                         stop_after=_stop_after())
 
 
+def with_progress(checkpoint, what):
+    """``checkpoint`` writing progress lines at its polls when they are wanted (``asyos.progress``)."""
+    from .progress import Progress, wanted
+    if checkpoint is not None and wanted():
+        checkpoint.reporter = Progress(what).polled()
+    return checkpoint
+
+
+def poller_for(config, what=None):
+    """What a CLI fit polls: the run's ``Checkpointer`` (``checkpointer_for``), else a
+    ``ProgressPoller`` when progress lines are wanted, else ``None``; either writes the progress
+    lines of the learner's ``progress()`` dicts (a poll costs a clock reading between two lines:
+    ``benchmarks/bench_progress.py``)."""
+    from .progress import poller
+    what = what or config.algorithm
+    checkpoint = checkpointer_for(config)
+    return with_progress(checkpoint, what) if checkpoint is not None else poller(what)
+
+
 def _every(config) -> Optional[float]:
     """``--checkpoint-every``: ``DEFAULT_EVERY_S`` when not given; ``None`` (on stop only) for 0."""
     every = DEFAULT_EVERY_S if config.checkpoint_every is None else config.checkpoint_every
@@ -113,9 +132,9 @@ def takes_checkpoint(estimator) -> bool:
 
 
 def fit_resumable(estimator, X, y, config):
-    """``estimator.fit(X, y)`` with the run's checkpointer when it takes one; a learner that does
-    not is stopped by a signal at once, with nothing saved."""
-    checkpoint = checkpointer_for(config)
+    """``estimator.fit(X, y)`` with the run's poller (``poller_for``: checkpoints, progress lines)
+    when it takes one; a learner that does not is stopped by a signal at once, with nothing saved."""
+    checkpoint = poller_for(config)
     if checkpoint is None or not takes_checkpoint(estimator):
         if checkpoint is not None and checkpoint.resumed_kind is not None:
             raise InputError(f"{type(estimator).__name__} does not resume from a checkpoint")
@@ -188,7 +207,8 @@ def report_interrupted(config, exc: RunInterrupted, launcher: str = "", quiet: b
     how far it got, and how to continue it (``launcher``: ``mpiexec -n N `` under MPI)."""
     output = getattr(config, "output", None)
     saved = exc.path is not None and os.path.exists(exc.path)
-    done = ", ".join(f"{k} {v}" for k, v in exc.progress.items())
+    progress = {k: v for k, v in exc.progress.items() if not k.startswith("_")}    # "_": progress lines only
+    done = ", ".join(f"{k} {v}" for k, v in progress.items())
     where = f" after {done}" if done else ""
     command = f"{launcher}python -m asyos.run --resume {output}"
     if saved:
@@ -203,7 +223,7 @@ def report_interrupted(config, exc: RunInterrupted, launcher: str = "", quiet: b
     if output and os.path.isdir(output):
         from .results import write_json_atomic
         record = {"status": "interrupted", "signal": signal_name(exc.signum), "exit_status": exc.exit_status,
-                  "progress": exc.progress, "checkpoint": exc.path if saved else None,
+                  "progress": progress, "checkpoint": exc.path if saved else None,
                   "resume": command, "config": config.as_dict()}
         try:
             write_json_atomic(os.path.join(output, "results.json"), record)

@@ -114,7 +114,7 @@ def _rmse(model, X, y) -> float:
 def run_dfls(config) -> int:
     from .learners.path.dfls import DFLS
     from .results import atomic_file, environment, prepare_run_output, write_json_atomic
-    from .resume import checkpointer_for, finished, save_run_config
+    from .resume import checkpointer_for, finished, save_run_config, with_progress
     from .timing import command_timing
 
     t0 = time.perf_counter()
@@ -146,7 +146,7 @@ def run_dfls(config) -> int:
     rest = np.setdiff1d(np.arange(m), block)
     grouped = model.penalty == "group_lasso"
 
-    checkpoint = checkpointer_for(config)
+    checkpoint = with_progress(checkpointer_for(config), "dfls")
     saved = checkpoint.take(CHECKPOINT_KIND) if checkpoint is not None else None
     done = {} if saved is None else saved["phases"]
 

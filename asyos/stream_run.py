@@ -77,7 +77,7 @@ def _predict(X, coef, intercept):
 
 def run_stream(config) -> int:
     """Learn from ``config.data`` chunk by chunk (module docstring); report as ``run_local`` does."""
-    from .distributed.accumulate import Progress
+    from .progress import Progress
     from .metrics import evaluate
     from .problem import resolve_problem
     from .registry import get_algorithm
@@ -113,7 +113,7 @@ def run_stream(config) -> int:
         passes = estimator._n_passes(problem.n_samples, problem.n_features)
     classification = problem.loss.task == "classification"
     classes = [-1.0, 1.0] if classification else None
-    progress = Progress(None if stdin else problem.n_samples * passes, enabled=not config.quiet)
+    progress = Progress(config.algorithm, None if stdin else problem.n_samples * passes, "rows")
     t1 = time.perf_counter()
     u_parts, y_parts = [], []
     checkpoint = checkpointer_for(config)          # None for standard input (read once: nothing to resume)
@@ -121,7 +121,7 @@ def run_stream(config) -> int:
     saved = checkpoint.take(CHECKPOINT_KIND) if checkpoint is not None else None
     if saved is not None:
         estimator, first, skip = saved["estimator"], saved["pass"], saved["rows"]
-        progress.done = first * problem.n_samples + skip
+        progress.phase(progress.what, progress.total, progress.unit, first * problem.n_samples + skip)
     where = {"pass": first, "rows": skip}
 
     def capture():
@@ -148,7 +148,7 @@ def run_stream(config) -> int:
                     y_parts.append(y)
                 estimator.partial_fit(X, y, classes=classes)
                 where["rows"] += y.size
-                progress.advance(y.size)
+                progress.advance(y.size, **{"pass": f"{k + 1} of {passes}"})
     t2 = time.perf_counter()
     notes = report_warnings(caught)
     coef, support, intercept = estimator.coef_, estimator.support_, _intercept(estimator)

@@ -363,10 +363,11 @@ def test_forgetting_tracks_a_drifting_model():
     assert rmse(adapted) < 1.2 < 2.0 < rmse(plain)
 
 
-def test_streamed_cli_run_reports_progress_and_saves_the_averages(tmp_path):
+def test_streamed_cli_run_reports_progress_and_saves_the_averages(tmp_path, monkeypatch):
     import io
     import json
-    from asyos.distributed.accumulate import Progress
+    from asyos.logs import configure
+    from asyos.progress import Progress
     from asyos.run import main
     X, y, truth = thesis_data(900, p=50, k=5, seed=12)
     path = tmp_path / "d.npz"
@@ -378,9 +379,12 @@ def test_streamed_cli_run_reports_progress_and_saves_the_averages(tmp_path):
     saved = RunningAverages.load(tmp_path / "out" / "running_averages.npz")
     np.testing.assert_allclose(saved.comoment_xx(), RunningAverages(50).update(X, y).comoment_xx(), rtol=1e-10)
     stream = io.StringIO()
-    progress = Progress(900, every=0.0, stream=stream)
+    configure(verbose=1, stream=stream)
+    monkeypatch.setenv("ASYOS_PROGRESS_EVERY", "0")
+    progress = Progress("ofsa: read", 900, "rows")
     progress.advance(300)
-    assert "read 300 of 900 rows (33%)" in stream.getvalue()
+    configure()
+    assert "asyos: ofsa: read: 300 of 900 rows (33%)" in stream.getvalue()
 
 
 def test_cli_refuses_what_running_averages_do_not_have(capsys):

@@ -404,9 +404,9 @@ class LibsvmSource(FileSource):
         self._labels[path] = y
         return n, lo, hi
 
-    def _blocks(self, path, store=True):
+    def _blocks(self, path, store=True, progress=None):
         from .libsvm import iter_blocks
-        return iter_blocks(path, store, self.index_base, self.n_features + self.index_base)
+        return iter_blocks(path, store, self.index_base, self.n_features + self.index_base, progress=progress)
 
     def labels(self, split="train"):
         path = self.path if split == "train" else self.test_path
@@ -445,7 +445,7 @@ class LibsvmSource(FileSource):
             indices, data = np.empty(total, dtype=index_type), np.empty(total)
         labels, ptrs, idx_parts, val_parts = [], [], [], []
         offset = 0
-        for b in self._blocks(path):
+        for b in self._blocks(path, progress=_reading("reading", path)):
             ind, val, ptr = b.indices, b.data, b.indptr
             ind -= base
             if cols is not None:
@@ -525,10 +525,20 @@ class LibsvmSource(FileSource):
             yield X, labels
 
 
+def _reading(what, path):
+    """A progress reporter (``asyos.progress``) of the MB of text of ``path`` read (the total known
+    for an uncompressed file)."""
+    from ..progress import Progress
+    from .libsvm import MB
+    plain = path != "-" and not str(path).endswith(".gz") and os.path.isfile(path)
+    return Progress(f"{what} {'<stdin>' if path == '-' else path}", os.path.getsize(path) / MB if plain else None,
+                    "MB")
+
+
 def _libsvm_scan(path):
     """``(n_rows, n_values, min_index, max_index, labels)`` of a libsvm file; errors name the line."""
     from .libsvm import scan
-    stats = scan(path)
+    stats = scan(path, progress=_reading("scanning", path))
     if stats[0] == 0:
         raise InputError(f"{path}: no samples found")
     return stats

@@ -66,11 +66,14 @@ class _NpyMember:
             out = np.empty((n, cols.size))
             row_bytes = max(p * dtype.itemsize, 1)
             rows_per_chunk = max(1, _CHUNK_BYTES // row_bytes)
+            from ..progress import Progress
+            progress = Progress(f"reading {self.archive} {self.key}", n * row_bytes / MB, "MB")
             for start in range(0, n, rows_per_chunk):
                 stop = min(n, start + rows_per_chunk)
                 raw = _read_exact(stream, (stop - start) * row_bytes, self)
                 block = np.frombuffer(raw, dtype=dtype).reshape(stop - start, p)
                 out[start:stop] = block[:, cols]
+                progress.advance(len(raw) / MB)
             return out
         finally:
             stream.close()
@@ -130,12 +133,32 @@ class _NpyMember:
             zf.close()
 
 
+READ_PIECE = 1 << 26           # a larger member is read in pieces of this many bytes, with progress lines
+MB = float(1 << 20)
+
+
 def _read_exact(stream, size, member):
     with reading(member.archive, f"array {member.key!r}"):
-        raw = stream.read(size)
+        raw = stream.read(size) if size <= READ_PIECE else _read_pieces(stream, size, member)
     if len(raw) != size:
         raise InputError(f"{member.archive}: array {member.key} is truncated")
     return raw
+
+
+def _read_pieces(stream, size, member):
+    """``size`` bytes of ``stream`` in ``READ_PIECE`` pieces, counted by a progress reporter (a
+    dense ``X`` of gigabytes takes seconds to inflate or read: ``asyos.progress``)."""
+    from ..progress import Progress
+    progress = Progress(f"reading {member.archive} {member.key}", size / MB, "MB")
+    buf = bytearray(size)
+    view, got = memoryview(buf), 0
+    while got < size:
+        n = stream.readinto(view[got:got + READ_PIECE])
+        if not n:
+            break
+        got += n
+        progress.advance(n / MB)
+    return buf if got == size else buf[:got]
 
 
 def _sparse_format(fname) -> str:

@@ -1,8 +1,7 @@
 """Running averages from files: streamed in one process, or accumulated across MPI ranks.
 
 ``python -m asyos.run --algorithm ofsa --data FILE --budget K`` streams the file in row chunks into
-a ``RunningAverages`` (at most one chunk held; a progress line on stderr every few seconds on long
-runs) and extracts the model. Under ``mpiexec -n N`` every rank reads only its own contiguous block of
+a ``RunningAverages`` (at most one chunk held; progress lines on stderr, ``asyos.progress``) and extracts the model. Under ``mpiexec -n N`` every rank reads only its own contiguous block of
 rows (``rows_of_rank``), then the statistics are combined with two collectives:
 
 1. an ``Iallreduce`` of ``(W, W mu_x, W mu_y)`` gives every rank the global means;
@@ -21,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import time
 
 import numpy as np
@@ -31,7 +29,6 @@ from ..learners.averages.stats import (EXTRACT_MATRICES, GRAM_MATRICES, REDUCE_M
                                        check_gram_memory)
 from ..learners.base import decision_values
 
-PROGRESS_EVERY = 5.0          # seconds between progress lines
 CHECKPOINT_KIND = "running-averages"
 
 
@@ -61,30 +58,6 @@ def test_split(source):
     return (data.X_test, data.y_test) if data.has_test else None
 
 
-class Progress:
-    """Prints ``asyos: read R of N rows (P%), S samples/s`` to stderr at most every ``every`` seconds
-    (``asyos: read R rows, S samples/s`` when the total is not known: ``total=None``)."""
-
-    def __init__(self, total, label="", every=PROGRESS_EVERY, stream=None, enabled=True):
-        self.total, self.label, self.every = total, label, every
-        self.stream = stream or sys.stderr
-        self.enabled = enabled
-        self.start = self.last = time.perf_counter()
-        self.done = 0
-        self.printed = False
-
-    def advance(self, rows):
-        self.done += rows
-        now = time.perf_counter()
-        if self.enabled and now - self.last >= self.every:
-            self.last = now
-            rate = self.done / max(now - self.start, 1e-9)
-            of = "" if self.total is None else f" of {self.total} rows ({100.0 * self.done / max(self.total, 1):.0f}%)"
-            self.stream.write(f"asyos: {self.label}read {self.done}{of or ' rows'}, {rate:.0f} samples/s\n")
-            self.stream.flush()
-            self.printed = True
-
-
 def accumulate(source, n_features, start, stop, chunk_rows=4096, forgetting=None, forget_by="sample",
                check_labels=None, progress=None, checkpoint=None) -> RunningAverages:
     """Running averages of the rows ``start:stop`` of ``source``, read in chunks.
@@ -97,7 +70,7 @@ def accumulate(source, n_features, start, stop, chunk_rows=4096, forgetting=None
     stats, done = (RunningAverages(n_features, forgetting, forget_by), 0) if saved is None else \
         (saved["stats"], saved["rows"])
     if progress is not None:
-        progress.done = done
+        progress.phase(progress.what, progress.total, progress.unit, done)
 
     def poll():
         if checkpoint is not None:
@@ -211,8 +184,9 @@ def run_running_averages(config, comm=None) -> int:
         raise InputError(error)
     source, problem, estimator = setup
     start, stop = rows_of_rank(problem.n_samples, size, rank)
-    label = f"rank 0 of {size}: " if size > 1 else ""
-    progress = Progress(stop - start, label, enabled=rank == 0 and not config.quiet)
+    from ..progress import Progress
+    what = f"{config.algorithm}, rank 0 of {size}" if size > 1 else config.algorithm
+    progress = Progress(f"{what}: read", stop - start, "rows")       # rank 0 only (asyos.logs)
     check = (lambda y_: problem.loss.check_labels(y_)) if problem.loss.task == "classification" else None
     checkpoint = checkpointer_for(config) if comm is None else None     # one process (module docstring)
     stats = accumulate(source, problem.n_features, start, stop, config.chunk_rows, estimator.forgetting,

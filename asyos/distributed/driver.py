@@ -340,6 +340,7 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
     if trace is not None:
         trace.record(central)
     watch = Watch(comm, config.watchdog_timeout, report_dir=config.output)
+    _progress_lines(watch, config, problem.loss, setup["y"])
     busy_s, theta = transport.run_central(central, watch, trace)
     async_s = time.perf_counter() - t_async0
     release_workers(comm, backoff)
@@ -372,6 +373,18 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
         if not config.quiet:
             print(f"  results: {path}", flush=True)
     return record
+
+
+def _progress_lines(watch, config, loss, y):
+    """The job's progress lines, written by the central rank's watch (``asyos.progress``)."""
+    from ..progress import Progress, wanted
+    if wanted():
+        watch.reporter = Progress(f"asy-os, {watch.q} workers")
+
+        def objective(u):
+            with np.errstate(all="ignore"):
+                return loss.value(y, u)
+        watch.objective = objective
 
 
 def _central_results(config, setup, finals, central, lipschitz, trace, async_s, busy_s, t_start, oversubscribed,

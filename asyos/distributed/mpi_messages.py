@@ -145,7 +145,9 @@ def serve_pushes(comm, central, watch, backoff, groups, push_capacity, others, t
         # pushes are matched at once by the persistent receives (a sender has at most one in
         # flight), so whatever a probe finds is an error report or a worker's final selection
         progressed |= watch.take_report()
-        watch.check(lambda: f"{central.accepted} pushes applied")
+        watch.check(lambda: f"{central.accepted} pushes applied",
+                    lambda: {"pushes": central.accepted, "_done": central.steps, "_unit": "steps",
+                             "_objective": watch.objective(central.u) if watch.objective else None})
         if progressed:
             backoff.reset()
             continue

@@ -329,7 +329,9 @@ class SharedMemoryTransport:
             for i in np.flatnonzero(beats != heartbeat):
                 watch.seen(i, now)
             heartbeat = beats
-            watch.check(lambda: f"{state.total_steps()} steps taken")
+            watch.check(lambda: f"{state.total_steps()} steps taken",
+                        lambda: {"_done": state.total_steps(), "_unit": "steps",
+                                 "_objective": watch.objective(state.read(central.u)) if watch.objective else None})
             time.sleep(SHARED_POLL_S)
         # every worker has reported, so every write is done: the exact final state
         histograms = [np.asarray(f["staleness_histogram"], dtype=np.int64) for f in watch.finals]

@@ -140,7 +140,8 @@ class _Run:
 
         def progress():
             done = sum(sum(map(len, s[:part])) + offset for s, (part, offset) in zip(streams, self.cursor))
-            return {"events": self.version, "samples": f"{done} of {total}"}
+            return {"events": self.version, "samples": f"{done} of {total}", "_done": done, "_total": total,
+                    "_unit": "samples"}
 
         with checkpoint.watching() if checkpoint is not None else contextlib.nullcontext():
             while schedule:

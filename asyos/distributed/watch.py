@@ -44,6 +44,8 @@ class Watch:
         self._checked = 0.0
         self.report_dir = report_dir           # where a failed worker's traceback is written
         self.watched = range(self.q)           # the workers whose silence counts (node-aggregated: the leaders)
+        self.reporter = None                   # an asyos.progress.Progress: check writes the job's progress lines
+        self.objective = None                  # u_C -> the objective, for those lines
 
     @property
     def running(self) -> bool:
@@ -73,15 +75,20 @@ class Watch:
             return True
         return False
 
-    def check(self, progress) -> None:
+    def check(self, progress, counts=None) -> None:
         """Abort if a running worker has been silent too long; tell the finished ones the central
         rank is alive (they wait for the others, ``wait_release``). Call it on every turn of the
         central rank's loop: it looks every ``CHECK_EVERY`` seconds. ``progress()``: a few words
-        on how far the run got, for the message."""
+        on how far the run got, for the message. ``counts()``: the transport's progress dict
+        (``asyos.progress``), asked for only when a progress line is due (``reporter``): one line
+        for the whole job, from this rank, at no cost between lines."""
         now = time.monotonic()
         if now - self._checked < CHECK_EVERY:
             return
         self._checked = now
+        if self.reporter is not None and counts is not None and now >= self.reporter._next:
+            running = sum(f is None for f in self.finals)
+            self.reporter.report({"workers running": f"{running} of {self.q}", **counts()})
         silent = [i + 1 for i in self.watched if self.finals[i] is None and now - self.last_seen[i] > self.timeout]
         if silent:
             abort_job(self.comm, EXIT_WORKER_LOST,

@@ -134,9 +134,12 @@ class Worker:
             self._intercept_kernel = _kernels.intercept_kernel() if self.state.kernels == "numba" else None
 
     def progress(self) -> dict:
-        """How far the worker got: steps committed, the pass and the features offered in it."""
-        return {"steps": self.steps, "pass": self._pass + 1,
-                "features offered": f"{self._pos}/{self.shard.n_local}"}
+        """How far the worker got: steps committed, the pass and the features offered in it (and,
+        for progress lines, the features offered in all passes of the most there may be)."""
+        n_local = self.shard.n_local
+        return {"steps": self.steps, "pass": self._pass + 1, "features offered": f"{self._pos}/{n_local}",
+                "_done": min(self._pass, self.passes) * n_local + self._pos,
+                "_total": None if self.auto_passes else self.passes * n_local, "_unit": "features"}
 
     @staticmethod
     def expected_steps(shard, passes) -> int:

@@ -82,7 +82,9 @@ def fit_in_chunks(learner, X, y, checkpoint, saved=None, outer=None):
         return state
 
     def progress():
-        return {"pass": f"{where['pass'] + 1} of {rows.passes}", "rows": where["row"]}
+        return {"pass": f"{where['pass'] + 1} of {rows.passes}", "rows": where["row"],
+                "_done": where["pass"] * rows.n_rows + where["row"], "_total": rows.passes * rows.n_rows,
+                "_unit": "rows"}
 
     def step(order):
         learner.step_rows(rows, order)

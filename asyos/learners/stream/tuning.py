@@ -40,7 +40,10 @@ def grid_search(estimator, X, y, grid=None, on_result=None):
     names = list(grid)
     table = []
     best = None
-    for values in itertools.product(*(grid[k] for k in names)):
+    from ...progress import Progress
+    points = list(itertools.product(*(grid[k] for k in names)))
+    progress = Progress(f"--tune {type(estimator).__name__}", len(points), "points")
+    for values in points:
         point = dict(zip(names, values))
         estimator.set_params(**point)
         with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -58,6 +61,7 @@ def grid_search(estimator, X, y, grid=None, on_result=None):
             on_result(table[-1])
         if score is not None and (best is None or score > best[1]):
             best = (point, score)
+        progress.advance(1, **({"best so far": f"{_point(best[0])} (train score {best[1][0]:.4g})"} if best else {}))
     if best is None:
         raise InputError("--tune: no point of the grid gave a usable model")
     estimator.set_params(**best[0])
@@ -65,6 +69,10 @@ def grid_search(estimator, X, y, grid=None, on_result=None):
     estimator.tuned_params_ = dict(best[0])
     estimator.tuning_table_ = table
     return estimator, table
+
+
+def _point(point) -> str:
+    return ", ".join(f"{k}={v:.3g}" for k, v in point.items())
 
 
 def _online_accuracy(estimator):

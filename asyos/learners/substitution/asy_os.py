@@ -168,7 +168,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
             mode = self._event_mode()
         start = time.perf_counter()
         saved = None
-        if self.transport is None and checkpoint is not None:
+        if self.transport is None and checkpoint is not None and checkpoint.resumed_kind is not None:
             shards = {f"shard{w}": options.shard(X if is_column_matrix(X) else X[:, plan.columns(w)], plan.columns(w))
                       for w in range(plan.n_workers)}
             saved = checkpoint.take(CHECKPOINT_KIND, shards)
@@ -184,7 +184,11 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
             between = None if checkpoint is None else (
                 lambda simulation: checkpoint.poll(CHECKPOINT_KIND, lambda: {"simulation": simulation,
                                                                              "lipschitz": lipschitz},
-                                                   simulation.progress, shards))
+                                                   lambda: progress(simulation), shards))
+
+            def progress(simulation):       # called only when a progress line or a checkpoint is due
+                with quiet_float_errors():
+                    return {**simulation.progress(), "_objective": loss.value(y, simulation.central.u)}
             with checkpoint.watching() if between is not None else _nothing():
                 report = simulate(workers, central, tau, self.policy, self.schedule, seed=self.random_state,
                                   threshold=threshold, between=between,

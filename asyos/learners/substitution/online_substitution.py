@@ -303,7 +303,11 @@ class OnlineSubstitution(BudgetedSelector):
             trace = central.monitor
         state = {"worker": worker, "central": central, "lipschitz": lipschitz}
         between = None if checkpoint is None else \
-            (lambda: checkpoint.poll(CHECKPOINT_KIND, lambda: state, worker.progress, {"shard": shard}))
+            (lambda: checkpoint.poll(CHECKPOINT_KIND, lambda: state, progress, {"shard": shard}))
+
+        def progress():             # called only when a progress line or a checkpoint is due
+            with quiet_float_errors():
+                return {**worker.progress(), "_objective": loss.value(y, central.u)}
         with checkpoint.watching() if checkpoint is not None else _nothing():
             run_loopback(worker, central, between=between)
         self._finish_trace(trace, central)

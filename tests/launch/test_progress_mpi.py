@@ -1,0 +1,24 @@
+"""Progress lines under ``mpiexec`` (``asyos.progress``, ``asyos.distributed.watch``): with ``-v`` the
+central rank writes one line per interval for the whole job (total steps of all workers, steps/s,
+workers still running); the workers write none."""
+import re
+import time
+
+from tests.launch.mpirun import asyos_run
+
+EVERY = 0.5
+
+
+def test_one_line_per_interval_from_the_central_rank_only():
+    started = time.monotonic()
+    rc, out, err, _ = asyos_run(4, "--n-features", "20000", "--n-informative", "40", "--seed", "4", "-v",
+                                env_extra={"ASYOS_PROGRESS_EVERY": str(EVERY), "OPENBLAS_NUM_THREADS": "1"})
+    wall = time.monotonic() - started
+    assert rc == 0, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert lines and all(ln.startswith("asyos: asy-os, 3 workers: workers running ") for ln in lines), err
+    steps = [int(re.search(r", (\d+) steps, ", ln).group(1)) for ln in lines]
+    assert steps == sorted(steps), err                                           # one rank's sequence
+    assert all(re.search(r"workers running [0-3] of 3, \d+ steps, \d+ steps/s, objective ", ln) for ln in lines)
+    assert len(lines) <= wall / EVERY + 1, (wall, err)                          # not one per rank
+    assert "selected" in out
