@@ -230,6 +230,8 @@ class RunConfig:
                                                                 "whose previous run it replaces)")
         _require(self.time_limit is None or self.time_limit > 0,
                  f"--time-limit must be > 0 seconds; got {self.time_limit}")
+        _require(self.time_limit is None or self.output is not None,
+                 "--time-limit needs --output (the stopped run's state is saved there)")
         _require(self.watchdog_timeout > 0, f"--watchdog-timeout must be > 0; got {self.watchdog_timeout}")
         _require(self.setup_timeout > 0, f"--setup-timeout must be > 0; got {self.setup_timeout}")
         _require(self.staleness_policy in POLICIES,

@@ -228,7 +228,8 @@ def test_a_time_limit_stops_with_the_state_saved_and_resume_ends_as_the_uninterr
     a, b = (json.load(open(os.path.join(d, "results.json"))) for d in (stopped, whole))
     for key in ("selected", "coef", "metrics", "n_steps"):
         assert a[key] == b[key], key
-    assert cli(*args, "--time-limit", "0").returncode == 2
+    assert cli(*args, "--time-limit", "0", "--output", str(tmp_path / "z")).returncode == 2
+    assert "--time-limit needs --output" in cli(*args, "--time-limit", "5").stderr
 
 
 def test_sigint_exits_130(tmp_path):
