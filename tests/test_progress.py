@@ -30,9 +30,9 @@ def test_verbose_writes_lines_naming_done_and_total(fast_lines, capsys):
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if ln.startswith("asyos: os: ")]
     assert len(lines) >= 2, err
-    done = [int(re.search(r"(\d+) of 3000 features \(\d+%\)", ln).group(1)) for ln in lines]
+    done = [int(re.search(r"(\d+) of 3000 feature visits \(\d+%\)", ln).group(1)) for ln in lines]
     assert done == sorted(done) and 0 < done[-1] <= 3000
-    assert all("features/s" in ln and "objective " in ln for ln in lines)
+    assert all("feature visits/s" in ln and "objective " in ln for ln in lines)
     assert any("ETA " in ln for ln in lines)
 
 

@@ -175,4 +175,4 @@ class Simulation:
         totals = [m["_total"] for m in mine]
         return {"steps": self.steps, "pass": max(w._pass for w in self.workers) + 1,
                 "_done": sum(m["_done"] for m in mine), "_total": None if None in totals else sum(totals),
-                "_unit": "features"}
+                "_unit": "feature visits"}
