@@ -18,6 +18,7 @@ from .problem import open_data_source, resolve_problem
 from .registry import get_algorithm
 from .summary import build_record, format_summary, report_warnings
 from .results import prepare_run_output, write_results
+from .report import draw_after_run
 from .resume import finished, fit_resumable, save_run_config
 
 
@@ -121,5 +122,6 @@ def run_local(config) -> int:
         finished(config)
         if not config.quiet:
             print(f"  results: {path}", flush=True)
+        draw_after_run(config)
     return EXIT_OK
 
