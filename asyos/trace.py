@@ -172,8 +172,12 @@ class StreamTrace:
 
 
 def _classifies(learner) -> bool:
-    from .learners.stream.sample_stream import stream_loss
-    return stream_loss(learner.loss)[0].task == "classification"
+    """Whether the learner counts mistakes (``online_accuracy_`` is defined for classification only)."""
+    try:
+        learner.online_accuracy_
+    except AttributeError:
+        return False
+    return True
 
 
 def first_reaching(trace: dict, threshold: float, key: str = "train_error"):

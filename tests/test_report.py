@@ -212,7 +212,7 @@ def test_the_automatic_trace_does_not_change_the_fit(tmp_path):
 
 def test_stream_trace_counts_entries_and_exits():
     class Learner:
-        loss = "squared_hinge"
+        online_accuracy_ = 0.5             # a classifier: its mistakes are counted
 
         def __init__(self):
             self._state = type("S", (), {"counts": np.array([0, 0, 0, 0])})()
