@@ -51,6 +51,8 @@ class RunInterrupted(Exception):
 
 
 def signal_name(signum: int) -> str:
+    if signum == signal.SIGALRM:
+        return "the time limit (--time-limit)"
     try:
         return signal.Signals(signum).name
     except ValueError:
@@ -67,22 +69,38 @@ class StopSignals:
     requested: Optional[int] = None
     polling = 0
     _installed = False
+    time_limit: Optional[float] = None      # --time-limit: seconds from the first loop's start
+    _armed = False
 
     @classmethod
-    def install(cls) -> None:
-        """Route SIGTERM and SIGINT here (main thread only; idempotent)."""
+    def install(cls, time_limit: Optional[float] = None) -> None:
+        """Route SIGTERM and SIGINT here (main thread only; idempotent). ``time_limit``: a SIGALRM
+        that many seconds after the fit's loop starts (``arm``) is a stop request too (``--time-limit``:
+        a batch queue's wall-clock limit met with the state saved instead of a kill)."""
         if cls._installed:
             return
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM):
             signal.signal(sig, cls._handle)
         cls._installed = True
+        cls.time_limit = time_limit
+
+    @classmethod
+    def arm(cls) -> None:
+        """Start the ``time_limit`` clock (once: at the first loop that polls)."""
+        if cls._installed and cls.time_limit and not cls._armed:
+            signal.setitimer(signal.ITIMER_REAL, cls.time_limit)
+            cls._armed = True
 
     @classmethod
     def uninstall(cls) -> None:
         if cls._installed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
         cls._installed = False
+        cls._armed = False
+        cls.time_limit = None
         cls.requested = None
         cls.polling = 0
 
@@ -191,6 +209,7 @@ class Checkpointer:
 class _Watching:
     def __enter__(self):
         StopSignals.polling += 1
+        StopSignals.arm()
         return self
 
     def __exit__(self, *exc):

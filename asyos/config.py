@@ -95,6 +95,7 @@ class RunConfig:
     save_model: Optional[str] = None        # --save-model FILE: the fitted model (asyos.model_file)
     # checkpoints (asyos.resume): seconds between saves (None: DEFAULT_EVERY_S with --output; 0: on stop only)
     checkpoint_every: Optional[float] = None
+    time_limit: Optional[float] = None      # --time-limit: stop (and save) after this many seconds of fitting
     resume: bool = False                    # set by --resume DIR (the run's settings come from DIR)
 
     # -- derived ------------------------------------------------------------------------------
@@ -231,8 +232,12 @@ class RunConfig:
                  f"--checkpoint-every must be >= 0 seconds; got {self.checkpoint_every}")
         _require(self.checkpoint_every is None or self.output is not None,
                  "--checkpoint-every needs --output (the checkpoint is written there)")
+        from .model_file import check_model_path
+        check_model_path(self.save_model)
         _require(not self.overwrite or self.output is not None, "--overwrite goes with --output (the directory "
                                                                 "whose previous run it replaces)")
+        _require(self.time_limit is None or self.time_limit > 0,
+                 f"--time-limit must be > 0 seconds; got {self.time_limit}")
         _require(self.watchdog_timeout > 0, f"--watchdog-timeout must be > 0; got {self.watchdog_timeout}")
         _require(self.setup_timeout > 0, f"--setup-timeout must be > 0; got {self.setup_timeout}")
         _require(self.staleness_policy in POLICIES,

@@ -14,8 +14,10 @@ import numpy as np
 
 from .errors import EXIT_OK, ConvergenceWarning, InputError
 from .metrics import evaluate
+from .model_file import save_run_model
 from .problem import open_data_source, resolve_problem
 from .registry import get_algorithm
+from .timing import command_timing
 from .summary import build_record, format_summary, report_warnings
 from .results import prepare_run_output, write_results
 from .report import draw_after_run
@@ -109,11 +111,12 @@ def run_local(config) -> int:
             extra["budget_mode"] = estimator.budget_mode
     if spec.family == "substitution":
         extra["variant"] = estimator.variant
-    timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0, "fit_s": t2 - t1}
+    timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0, **command_timing(t0, load_s=t1 - t0, fit_s=t2 - t1)}
     record = build_record(config, problem, "simulated" if simulated else "sequential", support,
                           coef[support], metrics, timing, warnings=notes, **extra)
     if not config.quiet:
         print(format_summary(record), flush=True)
+    save_run_model(config, record, estimator, data.X, source=source)
     if config.output:
         log = getattr(estimator, "selection_log_", None)
         rows = [tuple(r[k] for k in ("worker", "step", "pass", "feature", "event", "weight")) for r in log] \

@@ -22,9 +22,10 @@ from .errors import InputError
 
 CONFIG_FILE = "run_config.json"
 # settings that change neither the computation nor its result: they may differ on --resume
-NOT_IDENTITY = ("output", "quiet", "verbose", "save_model", "checkpoint_every", "resume", "overwrite",
+NOT_IDENTITY = ("output", "quiet", "verbose", "save_model", "checkpoint_every", "time_limit", "resume", "overwrite",
                 "watchdog_timeout", "setup_timeout")
-RESUME_OVERRIDES = ("checkpoint_every", "quiet", "verbose", "save_model", "watchdog_timeout", "setup_timeout")
+RESUME_OVERRIDES = ("checkpoint_every", "time_limit", "quiet", "verbose", "save_model", "watchdog_timeout",
+                    "setup_timeout")
 
 
 def checkpoint_path(config) -> str:
@@ -155,6 +156,7 @@ def resume_settings(directory: str, flags: dict) -> dict:
         raise InputError(f"--resume {directory}: {CONFIG_FILE} is not a settings table")
     if _finished(directory):
         raise InputError(f"--resume {directory}: that run finished (results.json); nothing to resume")
+    saved["time_limit"] = None              # the stopped run's limit is spent: a resumed run takes its own
     saved.update(flags, output=directory, resume=True)
     return saved
 

@@ -107,12 +107,12 @@ def make_parser() -> argparse.ArgumentParser:
                                     "follows Alg. 3 literally)")
     g.add_argument("--decrease-constant", type=float, help="--variant kdd16: the paper's c in [0, 1] (default 1)")
     _bool_flag(g, "refit", "refit on the selected features before evaluation (default on; --no-refit)")
-    g.add_argument("--seed", type=int, help="seed of the synthetic data, of the feature sharding (hashed), the "
-                                            "simulator's schedule and every learner's shuffles (default 0): one "
-                                            "process repeats a run exactly; under mpiexec the data, shards and "
-                                            "each worker's own choices repeat, but the order in which the workers' "
-                                            "pushes meet (and so the staleness and the selection) depends on timing "
-                                            "and is not fixed by any seed")
+    g.add_argument("--seed", type=int, help="seed of the synthetic data, the L_F estimate, the simulator's "
+                                            "schedule, the learners' shuffles and DFLS's block (default 0): in one "
+                                            "process a run repeats exactly; under mpiexec the data and each rank's "
+                                            "own random choices repeat, but the order in which the workers' "
+                                            "updates meet u_C (so the staleness, and possibly the selection) "
+                                            "depends on timing, which no seed fixes")
     from .registry import algorithms_of
     g = p.add_argument_group(f"sample-stream learners ({', '.join(s.name for s in algorithms_of('stream'))})")
     g.add_argument("--param", dest="params", help="the learner's parameters, name=value[,name=value...] "
@@ -197,6 +197,9 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--checkpoint-every", type=float, metavar="SECONDS",
                    help="with --output: save the run's state to DIR/checkpoint.pkl every SECONDS (default 60; "
                         "0: only when stopped by SIGTERM or Ctrl-C, which save and exit 143 / 130)")
+    g.add_argument("--time-limit", type=float, metavar="SECONDS",
+                   help="stop after SECONDS of fitting as SIGTERM would (with --output: the state saved, exit 142; "
+                        "continue with --resume DIR, which may give a new --time-limit); for batch queues' limits")
     g.add_argument("--resume", metavar="DIR", help="continue the stopped run whose --output was DIR, with its "
                                                    "settings (DIR/run_config.json) from its last checkpoint")
     return p
@@ -268,6 +271,8 @@ def _main(argv) -> int:
         from .logs import configure
         if config is not None:
             configure(quiet=config.quiet, verbose=config.verbose, rank=rank)
+            from .checkpoint import StopSignals
+            StopSignals.time_limit = config.time_limit
         started = True
         if config is None:
             if rank == 0:

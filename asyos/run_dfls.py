@@ -43,6 +43,7 @@ import scipy.sparse as sp
 
 from .checkpoint import RunInterrupted
 from .errors import EXIT_OK, InputError
+from .timing import describe
 
 DEFAULT_BLOCK = "20%"
 HOLD_OUT = 0.3
@@ -114,6 +115,7 @@ def run_dfls(config) -> int:
     from .learners.path.dfls import DFLS
     from .results import atomic_file, environment, prepare_run_output, write_json_atomic
     from .resume import checkpointer_for, finished, save_run_config
+    from .timing import command_timing
 
     t0 = time.perf_counter()
     prepare_run_output(config)
@@ -128,6 +130,7 @@ def run_dfls(config) -> int:
     model = DFLS(**params)
     model._check_params()
     X, y, X_test, y_test, test_note = _load(config)
+    load_s = time.perf_counter() - t0
     m = X.shape[1]
     size = config.group_size
     if size > 1 and model.penalty != "group_lasso":
@@ -251,9 +254,11 @@ def run_dfls(config) -> int:
         "retrain_warm": _retrain_record(warm, reference),
         "coef": coef, "intercept": model.intercept_, "support": np.flatnonzero(coef),
         "config": config.as_dict(), "environment": environment(), "wall_s": time.perf_counter() - t0,
+        "timing": command_timing(t0, load_s=load_s, fit_s=time.perf_counter() - t0 - load_s),
     }
     if not config.quiet:
         print(_summary(record), flush=True)
+    _save_model(config, record, model, final)
     if config.output:
         write_json_atomic(os.path.join(config.output, "results.json"), record)
         finished(config)
@@ -270,6 +275,24 @@ def run_dfls(config) -> int:
         from .report import draw_after_run
         draw_after_run(config)
     return EXIT_OK
+
+
+def _save_model(config, record, model, final) -> None:
+    """``--save-model FILE``: the final model over the global columns (``model``'s own columns are
+    ``final``, in its order), with its standardization (``x_mean_``, ``x_scale_``) and weights on it."""
+    from .model_file import save_run_model
+    support = np.asarray(record["support"], dtype=np.intp)
+    position = np.empty(record["n_features"], dtype=np.intp)
+    position[final] = np.arange(len(final))
+    at = position[support]
+    spread = np.asarray(model.x_scale_, dtype=float)[at]
+    scaling = {"kind": "standard", "offsets": np.asarray(model.x_mean_, dtype=float)[at],
+               "scales": np.divide(1.0, spread, out=np.zeros(at.size), where=spread > 0),
+               "raw_coef": np.asarray(model.w_, dtype=float)[at]}
+    run = {"algorithm": "dfls", "problem": {"loss": "squared", "n_features": record["n_features"]},
+           "selected": support, "coef": np.asarray(record["coef"])[support], "intercept": record["intercept"]}
+    if save_run_model(config, run, model, scaling=scaling, estimator_columns=np.asarray(final, dtype=np.int64)):
+        record["model"] = config.save_model
 
 
 def _retrain_record(result, reference) -> dict:
@@ -306,6 +329,7 @@ def _summary(r) -> str:
     ]
     if d["phase1_theta"] is not None:
         lines.append(f"  Phase I (eq. 7) ended at theta = {d['phase1_theta']:.4g}")
+    lines.append("  " + describe(r["timing"]) + " (fitting: the first fit, DFLS and both retrainings)")
     return "\n".join(lines)
 
 

@@ -83,6 +83,7 @@ def run_stream(config) -> int:
     from .problem import resolve_problem
     from .registry import get_algorithm
     from .summary import build_record, format_summary, report_warnings
+    from .timing import command_timing
     from .results import prepare_run_output, write_results
     from .resume import checkpointer_for, finished, save_run_config
 
@@ -178,12 +179,15 @@ def run_stream(config) -> int:
             extra[name.rstrip("_")] = getattr(estimator, name)
         except AttributeError:
             pass
-    timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0, "fit_s": t2 - t1, "evaluate_s": t3 - t2}
+    timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0,
+              **command_timing(t0, load_s=t1 - t0, fit_s=t2 - t1, evaluate_s=t3 - t2)}
     record = build_record(config, problem, "streamed", support, coef[support], metrics, timing, warnings=notes,
                           **extra)
     if not config.quiet:
         print(format_summary(record) + f"\n  streamed {problem.n_samples} rows x {passes} pass(es) in chunks of "
               f"{chunk_rows}: {extra['samples_per_s']:.0f} samples/s", flush=True)
+    from .model_file import save_run_model
+    save_run_model(config, record, estimator, source=source)
     if config.output:
         log = trace.log() if trace is not None else None
         path = write_results(config.output, record, [tuple(r.values()) for r in log] if log else None)

@@ -9,6 +9,7 @@ import numpy as np
 from .errors import ConvergenceWarning
 from .process_stats import bytes_read, peak_rss_bytes
 from .results import environment
+from .timing import describe
 
 
 def build_record(config, problem, mode, selected, coef, metrics, timing, warnings=(), **extra) -> dict:
@@ -55,22 +56,17 @@ def format_summary(record: dict) -> str:
     if "test_error" in m:
         quality.append(f"test {err_name} {m['test_error']:.4g}")
     lines.append("  " + "; ".join(quality))
-    timing = f"  time {t['wall_s']:.2f} s"
-    if "fit_s" in t:
-        timing += f" (fit {t['fit_s']:.2f} s)"
-    if "async_s" in t:
-        timing += f" (asynchronous phase {t['async_s']:.2f} s)"
-    lines.append(timing)
+    lines.append("  " + describe(t))
     if "n_workers" in record:
-        st = record["staleness"]
-        par = (f"  {record['n_workers']} workers; staleness mean {st['mean']:.2f}, p95 {st['p95']}, "
-               f"max {st['max']}; refused pushes {record.get('refused_pushes', 0)}")
+        unit = "versions of u_C" if record["algorithm"] == "asy-os" else "versions of the shared model"
+        par = f"  {record['n_workers']} workers; refused pushes {record.get('refused_pushes', 0)}"
         if record.get("pushes_per_s") is not None:
             if record.get("simulated_time_s"):            # the engine simulated: its own clock
                 par += f"; {record['pushes_per_s']:.0f} pushes/s of simulated time ({record['simulated_time_s']:.3f} s)"
             else:
                 par += f"; {record['pushes_per_s']:.0f} {'simulated ' if record['mode'] == 'simulated' else ''}pushes/s"
         lines.append(par)
+        lines.append("  " + staleness_line(record["staleness"], unit))
         if record.get("budget_mode") == "split":
             lines.append("  budget split: s/q per worker")
         elif record.get("budget_mode") == "global":
@@ -84,6 +80,47 @@ def format_summary(record: dict) -> str:
     more = len(record["selected"]) - len(shown)
     lines.append(f"  features: {', '.join(map(str, shown))}{f' ... (+{more})' if more > 0 else ''}")
     return "\n".join(lines)
+
+
+STALENESS_BUCKETS = (0, 1, 4, 16, 64, 256, 1024)     # powers of 4: a long tail stays one short line
+
+
+def staleness_line(st: dict, unit: str) -> str:
+    """The staleness distribution, readable: its unit, the percentiles, why the mean may exceed the
+    95th percentile, and the share of steps in buckets 0, 1-3, 4-15, ... (powers of 4)::
+
+        staleness (versions of u_C a read was behind): median 0, p95 2, p99 9, max 2437;
+        mean 7.78, above p95: 1.2% of steps were more than 2 behind; 0: 61%, 1-3: 35%, 4-15: 3.4%, ...
+    """
+    hist = st.get("histogram") or [0]
+    if isinstance(hist, dict):                           # the sample-stream simulator's {staleness: count}
+        counts = np.zeros(max(map(int, hist), default=0) + 1, dtype=np.int64)
+        for k, c in hist.items():
+            counts[int(k)] = c
+    else:
+        counts = np.asarray(hist, dtype=np.int64)
+    total = int(counts.sum())
+    text = f"staleness ({unit} a read was behind):"
+    if total == 0:
+        return f"{text} no steps recorded"
+    pct = "median {}, ".format(st["median"]) if "median" in st else ""
+    text += f" {pct}p95 {st['p95']}" + (f", p99 {st['p99']}" if "p99" in st else "") + f", max {st['max']}"
+    text += f"; mean {st['mean']:.2f}"
+    if st["mean"] > st["p95"]:
+        tail = counts[st["p95"] + 1:].sum() / total
+        text += f" (above p95: {_share(tail)} of steps were more than {st['p95']} behind)"
+    edges = [e for e in STALENESS_BUCKETS if e <= st["max"]] + [st["max"] + 1]
+    shares = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        count = counts[lo:hi].sum()
+        if count:
+            label = str(lo) if hi == lo + 1 else f"{lo}-{hi - 1}"
+            shares.append(f"{label}: {_share(count / total)}")
+    return text + "; " + ", ".join(shares)
+
+
+def _share(fraction: float) -> str:
+    return f"{100 * fraction:.2g}%" if fraction < 0.1 else f"{100 * fraction:.0f}%"
 
 
 def report_warnings(caught) -> list:

@@ -28,6 +28,16 @@ def find_mpiexec():
     return shutil.which("mpiexec", path=here) or shutil.which("mpiexec")
 
 
+def find_datasets():
+    """The shared data sets (``../shared/datasets`` beside the checkout, as the README's examples
+    name them; ``ASYOS_DATASETS`` overrides), or ``None`` when this machine has none."""
+    for path in (os.environ.get("ASYOS_DATASETS"), os.path.join(REPO, "..", "shared", "datasets"),
+                 "/work/shared/datasets"):
+        if path and os.path.isfile(os.path.join(path, "README.md")):
+            return os.path.realpath(path)
+    return None
+
+
 @pytest.fixture(params=["numpy", "numba"])
 def kernels(request, monkeypatch):
     """Both implementations of the OS step: the numpy reference and the compiled one."""

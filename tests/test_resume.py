@@ -215,6 +215,22 @@ def test_sigterm_saves_and_resume_finishes_as_the_uninterrupted_run(tmp_path, ex
         assert fa.read() == fb.read()
 
 
+def test_a_time_limit_stops_with_the_state_saved_and_resume_ends_as_the_uninterrupted_run(tmp_path):
+    args = ["--n-features", "6000", "--n-informative", "40", "--seed", "3"]
+    stopped, whole = str(tmp_path / "stopped"), str(tmp_path / "whole")
+    first = cli(*args, "--output", stopped, "--time-limit", "0.3", "--quiet")
+    assert first.returncode == 142, first.stderr
+    assert first.stderr.startswith("asyos: stopped by the time limit (--time-limit) after steps "), first.stderr
+    assert os.path.exists(os.path.join(stopped, "checkpoint.pkl"))
+    resumed = cli("--resume", stopped, "--quiet")          # the spent limit is not inherited
+    assert resumed.returncode == 0, resumed.stderr
+    assert cli(*args, "--output", whole, "--quiet").returncode == 0
+    a, b = (json.load(open(os.path.join(d, "results.json"))) for d in (stopped, whole))
+    for key in ("selected", "coef", "metrics", "n_steps"):
+        assert a[key] == b[key], key
+    assert cli(*args, "--time-limit", "0").returncode == 2
+
+
 def test_sigint_exits_130(tmp_path):
     out = str(tmp_path / "out")
     rc, err = stop_when_saved(["--n-features", "6000", "--output", out, "--checkpoint-every", "0.2"], out,

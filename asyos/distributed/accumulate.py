@@ -170,6 +170,7 @@ def run_running_averages(config, comm=None) -> int:
     from ..problem import open_data_source, resolve_problem
     from ..registry import get_algorithm
     from ..summary import build_record, format_summary
+    from ..timing import command_timing
     from ..results import prepare_run_output, write_results
     from ..resume import checkpointer_for, finished, save_run_config
     import warnings
@@ -242,8 +243,8 @@ def run_running_averages(config, comm=None) -> int:
     if true_coef is not None:
         from ..metrics import recall
         metrics["recall"] = recall(model.support, np.flatnonzero(true_coef))
-    timing = {"wall_s": time.perf_counter() - t0, "accumulate_s": t1 - t0, "reduce_s": t2 - t1,
-              "extract_s": t3 - t2, "fit_s": t3 - t0}
+    timing = {"wall_s": time.perf_counter() - t0, "fit_s": t3 - t0,
+              **command_timing(t0, accumulate_s=t1 - t0, reduce_s=t2 - t1, extract_s=t3 - t2)}
     extra = {"intercept": model.intercept, "n_samples_seen": stats.n_seen, "ranks": size,
              "rows_per_rank": [list(rows_of_rank(problem.n_samples, size, r)) for r in range(size)],
              "samples_per_s": stats.n_seen / max(t1 - t0, 1e-9), "lam": model.lam, "n_iter": model.n_iter}
@@ -252,6 +253,8 @@ def run_running_averages(config, comm=None) -> int:
     if not config.quiet:
         print(format_summary(record) + f"\n  running averages of {stats.n_seen} samples on {size} rank(s): "
               f"accumulate {t1 - t0:.2f} s, reduce {t2 - t1:.3f} s, extract {t3 - t2:.3f} s", flush=True)
+    from ..model_file import save_run_model
+    save_run_model(config, record, estimator, scaling=_scaling(std, model), source=source)
     if config.output:
         path = write_results(config.output, record, None)
         stats.save(f"{config.output}/running_averages.npz")
@@ -261,3 +264,13 @@ def run_running_averages(config, comm=None) -> int:
         from ..report import draw_after_run
         draw_after_run(config)
     return 0
+
+
+def _scaling(std, model) -> dict:
+    """The model file's ``scaling`` (``asyos.model_file``): the selected features standardized by the
+    running means and spreads, ``z = (x - mean) / sigma``, and the selection's weights on ``z``."""
+    support = np.asarray(model.support, dtype=np.intp)
+    sigma = std.scale[support]
+    return {"kind": "standard", "offsets": std.mean_x[support].copy(),
+            "scales": np.divide(1.0, sigma, out=np.zeros(support.size), where=sigma > 0),
+            "raw_coef": np.asarray(model.selection_coef, dtype=float)[support]}

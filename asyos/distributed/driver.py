@@ -129,6 +129,7 @@ def run_asy_os(config, comm):
     if everyone[:, 0].any():
         raise InputError(next(e for e in comm.allgather(error) if e))
     lipschitz = float(everyone[:, 1].max())
+    setup["loaded_s"] = time.perf_counter() - t_start       # every rank has its data (rank 0 waited for them)
     # every rank is past MPI_Init, so every rank of the node has mapped MPICH's segment: unlinked
     # now, it is freed however the job ends (only a clean MPI_Finalize would unlink it otherwise)
     unlink_segments(shared_memory_segments())
@@ -330,6 +331,7 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
     if config.resume:
         u0, steps_before = _resume_point(comm, np.zeros(n), 0, backoff, config.setup_timeout)
     t_async0 = time.perf_counter()
+    setup["connect_s"] = t_async0 - t_start - setup["loaded_s"]
     every = config.resolved_trace_every
     trace = ObjectiveTrace(every, problem.loss, setup["y"]) if every else None
     bound = config.max_staleness if transport.refuses_stale_pushes else None
@@ -361,6 +363,8 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
     from ..summary import format_summary
     if not config.quiet:
         print(format_summary(record), flush=True)
+    from ..model_file import save_run_model
+    save_run_model(config, record, scaling=record.get("scaling"), source=setup["source"])
     if config.output:
         from ..results import write_results
         rows = [row for f in finals for row in f["log"]]
@@ -377,6 +381,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
                      transport, theta=None, steps_before=0):
     from ..metrics import evaluate
     from ..summary import build_record
+    from ..timing import command_timing
     from ..summary import report_warnings
 
     problem = setup["problem"]
@@ -453,11 +458,23 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         n_dropped=int(sum(f["dropped"] for f in finals)),
         candidates=_candidates_record(candidates),
         n_candidates=candidates.size,
+        scaling=_scaling(candidates, done) if options.scale else None,
     )
     if trace is not None:
         extra["trace"] = trace.as_dict()
-    timing = {"wall_s": wall_s, "setup_s": wall_s - async_s, "async_s": async_s}
+    finish_s = wall_s - setup["loaded_s"] - setup["connect_s"] - async_s
+    timing = {"wall_s": wall_s, "setup_s": wall_s - async_s,
+              **command_timing(t_start, load_s=setup["loaded_s"], connect_s=setup["connect_s"], async_s=async_s,
+                               finish_s=finish_s)}
     return build_record(config, problem, "mpi", selected, coef_sel, metrics, timing, **extra)
+
+
+def _scaling(candidates, done) -> dict:
+    """How the workers scaled the selected columns, ``z = (x - offsets) * scales``, and the selection's
+    weights on ``z`` (the model file's ``scaling``, ``asyos.model_file``)."""
+    offsets, scales = candidates.offsets[done.positions], candidates.scales[done.positions]
+    raw = np.divide(np.asarray(done.coef, dtype=float), scales, out=np.zeros(scales.size), where=scales > 0)
+    return {"kind": "standard", "offsets": offsets, "scales": scales, "raw_coef": raw}
 
 
 def _candidates_record(candidates) -> dict:

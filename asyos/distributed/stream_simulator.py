@@ -25,6 +25,7 @@ from ..errors import InputError
 from ..learners.base import BudgetedSelector
 from ..learners.params import SEED, StrOptions, count
 from ..protocol.simulator import POLICIES, SCHEDULES, WorkerSchedule, check_simulation_args, choose_version
+from ..protocol.central import staleness_summary
 
 CHECKPOINT_KIND = "sample-stream-simulator"
 
@@ -169,11 +170,7 @@ class _Run:
 
 
 def _summary(counts):
-    total = int(counts.sum())
-    if total == 0:
-        return {"mean": 0.0, "p95": 0, "max": 0, "histogram": {}}
-    values = np.arange(counts.shape[0])
-    cumulative = np.cumsum(counts)
-    return {"mean": float(values @ counts / total), "p95": int(np.searchsorted(cumulative, 0.95 * total)),
-            "max": int(values[counts > 0].max()),
-            "histogram": {int(v): int(c) for v, c in zip(values, counts) if c}}
+    """``asyos.protocol.central.staleness_summary`` with the histogram as ``{staleness: count}``."""
+    summary = staleness_summary(counts)
+    summary["histogram"] = {int(v): int(c) for v, c in enumerate(np.asarray(counts)) if c}
+    return summary

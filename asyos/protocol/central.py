@@ -114,16 +114,21 @@ class Central:
 
 
 def staleness_summary(hist) -> dict:
-    """Mean, max, 95th percentile and the histogram (``counts[k]`` = pushes of staleness ``k``)."""
+    """Mean, median, 95th and 99th percentiles, max and the histogram (``counts[k]`` = pushes or
+    steps of staleness ``k``). The mean can exceed the 95th percentile: a few very stale steps (a
+    worker descheduled for a while on oversubscribed cores) pull it up, so summaries print the
+    percentiles first (``asyos.summary.staleness_line``)."""
     hist = np.asarray(hist, dtype=np.int64)
     total = int(hist.sum())
     if total == 0:
-        return {"mean": 0.0, "max": 0, "p95": 0, "histogram": [0]}
+        return {"mean": 0.0, "median": 0, "p95": 0, "p99": 0, "max": 0, "histogram": [0]}
     values = np.arange(hist.size)
     cdf = np.cumsum(hist)
     return {
         "mean": float(values @ hist / total),
-        "max": int(np.flatnonzero(hist)[-1]),
+        "median": int(np.searchsorted(cdf, 0.5 * total)),
         "p95": int(np.searchsorted(cdf, 0.95 * total)),
+        "p99": int(np.searchsorted(cdf, 0.99 * total)),
+        "max": int(np.flatnonzero(hist)[-1]),
         "histogram": hist.tolist(),
     }
