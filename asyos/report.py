@@ -467,6 +467,8 @@ def draw_after_run(config) -> None:
     on stderr, the run's exit status is unchanged)."""
     if not getattr(config, "output", None):
         return
+    import time
+    started = time.perf_counter()
     try:
         path = draw_run(config.output)
     except NoMatplotlib as exc:
@@ -476,7 +478,8 @@ def draw_after_run(config) -> None:
         print(f"asyos: warning: no picture drawn: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         return
     if path is not None and not config.quiet:
-        print(f"  picture: {path}", flush=True)
+        # after results.json: the time in the record and the summary leaves this out, so it is said here
+        print(f"  picture: {path} (drawn in {time.perf_counter() - started:.2f} s)", flush=True)
 
 
 def main(argv=None) -> int:
