@@ -81,7 +81,7 @@ class RunConfig:
     costs: Optional[str] = None             # --simulate with a transport: JSON file of replay.Costs fields
     watchdog_timeout: float = 5.0
     setup_timeout: float = 600.0
-    trace_every: int = 0
+    trace_every: Optional[int] = None       # None: "auto" with --output, else none; 0: none
     chunk_rows: int = 4096
     # dynamic feature space (--algorithm dfls)
     add_features: Optional[str] = None
@@ -117,6 +117,14 @@ class RunConfig:
         """Passes over the features of OS / Asy-OS: a number, or ``"auto"`` (the default: until a
         pass changes nothing for the exchange variant, 3 for kdd16)."""
         return "auto" if self.passes is None else self.passes
+
+    @property
+    def resolved_trace_every(self):
+        """``--trace-every k`` (0: none); not given, ``"auto"`` with ``--output`` (the cheap trace
+        ``run.png`` draws, ``asyos.trace``), else 0."""
+        if self.trace_every is not None:
+            return self.trace_every
+        return "auto" if self.output else 0
 
     @property
     def feature_scale(self) -> Optional[bool]:

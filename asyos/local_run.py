@@ -20,6 +20,7 @@ from .registry import get_algorithm
 from .timing import command_timing
 from .summary import build_record, format_summary, report_warnings
 from .results import prepare_run_output, write_results
+from .report import draw_after_run
 from .resume import finished, fit_resumable, save_run_config
 
 
@@ -124,5 +125,6 @@ def run_local(config) -> int:
         finished(config)
         if not config.quiet:
             print(f"  results: {path}", flush=True)
+        draw_after_run(config)
     return EXIT_OK
 

@@ -50,7 +50,7 @@ def to_jsonable(obj):
 # what a run of the CLI writes into --output (asyos.resume, asyos.run_dfls, asyos.distributed.*):
 # the files a rerun replaces, and that make a directory "used"
 RUN_FILES = ("results.json", "selection_log.csv", "checkpoint.pkl", "checkpoint", "path.csv", "path.png",
-             "running_averages.npz", "predictions.csv")
+             "running_averages.npz", "predictions.csv", "run.png")
 TRACEBACK_PREFIX = "asyos-rank"
 # written before a run computes anything (its settings, a file being written): alone, they are what a run that
 # failed on its input or was killed before its first checkpoint left; they do not make the directory used

@@ -174,7 +174,8 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--chunk-rows", type=int, help="running averages: rows read from the file at a time "
                                                   "(default 4096)")
     g.add_argument("--trace-every", type=int, help="record the training objective and error every k worker "
-                                                   "steps, with the time (default off)")
+                                                   "steps, with the time (default: with --output, rows by time at "
+                                                   "a negligible cost, for DIR/run.png; 0: none)")
     g = p.add_argument_group("dynamic feature space (--algorithm dfls; --param penalty=group_lasso|lp,alpha=A,"
                              "exponent=P)")
     g.add_argument("--add-features", metavar="SPEC", help="fit without these columns, then add them by following "

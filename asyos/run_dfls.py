@@ -272,6 +272,8 @@ def run_dfls(config) -> int:
                   f"DFLS {direction}: {model.penalty}, alpha = {model.alpha:g}")
         if not config.quiet:
             print(f"  results: {config.output}/results.json, path.csv, path.png", flush=True)
+        from .report import draw_after_run
+        draw_after_run(config)
     return EXIT_OK
 
 

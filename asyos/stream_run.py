@@ -46,6 +46,7 @@ import warnings
 import numpy as np
 
 from .errors import EXIT_OK, ConvergenceWarning, InputError
+from .trace import StreamTrace
 
 CHECKPOINT_KIND = "stream-file"
 # the fitted attributes of the sample-stream learners copied into the record
@@ -123,6 +124,7 @@ def run_stream(config) -> int:
         estimator, first, skip = saved["estimator"], saved["pass"], saved["rows"]
         progress.phase(progress.what, progress.total, progress.unit, first * problem.n_samples + skip)
     where = {"pass": first, "rows": skip}
+    trace = StreamTrace() if config.output else None    # run.png's curves (asyos.trace): reads, never writes
 
     def capture():
         return {"estimator": estimator, **where}
@@ -149,6 +151,8 @@ def run_stream(config) -> int:
                 estimator.partial_fit(X, y, classes=classes)
                 where["rows"] += y.size
                 progress.advance(y.size, **{"pass": f"{k + 1} of {passes}"})
+                if trace is not None:
+                    trace.after_chunk(estimator, k)
     t2 = time.perf_counter()
     notes = report_warnings(caught)
     coef, support, intercept = estimator.coef_, estimator.support_, _intercept(estimator)
@@ -168,6 +172,8 @@ def run_stream(config) -> int:
     extra = {"raw_coef": estimator.raw_coef_[support], "intercept": intercept, "n_passes": passes,
              "chunk_rows": chunk_rows, "train_metrics": "progressive" if stdin else "final model",
              "samples_per_s": problem.n_samples * passes / max(t2 - t1, 1e-9)}
+    if trace is not None:
+        extra["trace"] = trace.finish(estimator, where["pass"])
     for name in FITTED:
         try:
             extra[name.rstrip("_")] = getattr(estimator, name)
@@ -183,10 +189,13 @@ def run_stream(config) -> int:
     from .model_file import save_run_model
     save_run_model(config, record, estimator, source=source)
     if config.output:
-        path = write_results(config.output, record, None)
+        log = trace.log() if trace is not None else None
+        path = write_results(config.output, record, [tuple(r.values()) for r in log] if log else None)
         finished(config)
         if not config.quiet:
             print(f"  results: {path}", flush=True)
+        from .report import draw_after_run
+        draw_after_run(config)
     return EXIT_OK
 
 

@@ -235,6 +235,8 @@ def run_running_averages(config, comm=None) -> int:
         finished(config)
         if not config.quiet:
             print(f"  results: {path}", flush=True)
+        from ..report import draw_after_run
+        draw_after_run(config)
     return 0
 
 

@@ -332,7 +332,8 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
         u0, steps_before = _resume_point(comm, np.zeros(n), 0, backoff, config.setup_timeout)
     t_async0 = time.perf_counter()
     setup["connect_s"] = t_async0 - t_start - setup["loaded_s"]
-    trace = ObjectiveTrace(config.trace_every, problem.loss, setup["y"]) if config.trace_every else None
+    every = config.resolved_trace_every
+    trace = ObjectiveTrace(every, problem.loss, setup["y"]) if every else None
     bound = config.max_staleness if transport.refuses_stale_pushes else None
     central = Central(n, max_staleness=bound, monitor=trace)
     if config.resume:
@@ -372,6 +373,8 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
         finished(config)
         if not config.quiet:
             print(f"  results: {path}", flush=True)
+        from ..report import draw_after_run
+        draw_after_run(config)
     return record
 
 

@@ -36,6 +36,8 @@ def test_asy_os_writes_the_parallel_fields(tmp_path, transport, nodes, expected)
     assert {w["rank"] for w in record["workers"]} == {1, 2}
     rows = (tmp_path / "selection_log.csv").read_text().splitlines()
     assert {line.split(",")[0] for line in rows[1:]} == {"0", "1"}
+    # only the central rank draws the picture, once
+    assert out.count("  picture: ") == 1 and (tmp_path / "run.png").read_bytes()[:4] == b"\x89PNG"
 
 
 @pytest.mark.parametrize("transport", ["shared-memory", "messages", "node-aggregated"])

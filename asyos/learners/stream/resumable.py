@@ -32,6 +32,7 @@ import time
 import numpy as np
 
 from ...errors import DivergenceError, InputError
+from ...trace import StreamTrace
 from ..budget_search import BudgetSearch, _consider
 
 CHECKPOINT_KIND = "sample-stream"
@@ -73,6 +74,7 @@ def fit_in_chunks(learner, X, y, checkpoint, saved=None, outer=None):
         rng.bit_generator.state = saved["rng"]
         first, pos = saved["pass"], saved["row"]
     chunks = RowChunks(getattr(learner, "batch_size", 1))      # SFSA, TSGD: whole mini-batches
+    trace = StreamTrace()           # rows, mistakes, support between chunks (asyos.trace): reads, never writes
     where = {"pass": first, "row": pos, "rng": None}
 
     def capture():
@@ -97,7 +99,10 @@ def fit_in_chunks(learner, X, y, checkpoint, saved=None, outer=None):
             while where["row"] < rows.n_rows:
                 checkpoint.poll(CHECKPOINT_KIND, capture, progress)
                 where["row"] = chunks.run(step, order, where["row"])
+                trace.after_chunk(learner, k)
     learner._fitted_coef()
+    learner.trace_ = trace.finish(learner, where["pass"])
+    learner.selection_log_ = trace.log()
     return learner
 
 

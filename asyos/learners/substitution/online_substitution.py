@@ -219,7 +219,8 @@ class OnlineSubstitution(BudgetedSelector):
         Seeds the blocks sampled to estimate ``L_F``.
     trace_every : int
         When > 0, record the training objective and error every ``trace_every`` steps in ``trace_``
-        (``asyos.trace``); 0 records nothing.
+        (``asyos.trace``); ``"auto"``: rows by wall time, at a negligible cost (``asyos.trace``); 0 records
+        nothing.
 
     Attributes
     ----------
@@ -238,7 +239,8 @@ class OnlineSubstitution(BudgetedSelector):
         "variant": [StrOptions({"exchange", "kdd16"})], "fit_intercept": ["boolean", None],
         "scale": ["boolean", None], "step_size": [positive(), None],
         "step_divisor": [Interval(Real, 1, None, closed="left")], "decrease_check": BOOLEAN,
-        "decrease_constant": [unit(), None], "refit": BOOLEAN, "random_state": SEED, "trace_every": [count(0)]}
+        "decrease_constant": [unit(), None], "refit": BOOLEAN, "random_state": SEED,
+        "trace_every": [count(0), StrOptions({"auto"})]}
 
     def __init__(self, budget=10, loss="auto", passes="auto", variant="exchange", fit_intercept=None, scale=None,
                  step_size=None, step_divisor=1.0, decrease_check=True, decrease_constant=None, refit=True,
@@ -261,7 +263,8 @@ class OnlineSubstitution(BudgetedSelector):
 
     def _central(self, n, loss, y):
         """The central node of the run, with an ``ObjectiveTrace`` when ``trace_every`` > 0."""
-        check_positive_int(self.trace_every, "trace_every", minimum=0)
+        if self.trace_every != "auto":
+            check_positive_int(self.trace_every, "trace_every", minimum=0)
         trace = ObjectiveTrace(self.trace_every, loss, y) if self.trace_every else None
         central = Central(n, monitor=trace)
         if trace is not None:
