@@ -91,6 +91,7 @@ class RunConfig:
     output: Optional[str] = None
     overwrite: bool = False                 # replace a previous run's files in --output (else refused)
     quiet: bool = False                     # -q: no summary, no progress lines
+    picture: bool = True                    # --no-picture: no run.png (asyos.report)
     verbose: int = 0                        # -v: progress lines even when stderr is not a terminal; -vv: debug
     save_model: Optional[str] = None        # --save-model FILE: the fitted model (asyos.model_file)
     # checkpoints (asyos.resume): seconds between saves (None: DEFAULT_EVERY_S with --output; 0: on stop only)

@@ -462,10 +462,20 @@ DRAW = {"progress_time": _progress_time, "progress_steps": _progress_steps, "str
 
 
 # ---------------------------------------------------------------------------------------- entry points
+PICTURE_ENV = "ASYOS_PICTURE"
+
+
+def pictures_wanted() -> bool:
+    """``ASYOS_PICTURE=0`` in the environment turns the end-of-run picture off, as ``--no-picture``
+    does (the test suite sets it, except for the tests of the pictures and of README's examples:
+    drawing costs 1-4 s a run, mostly matplotlib's import and layout, measured on 2 loaded cores)."""
+    return os.environ.get(PICTURE_ENV, "1") != "0"
+
+
 def draw_after_run(config) -> None:
     """End of an ``--output`` run: draw ``run.png`` and say where; never raises (a failure is one line
     on stderr, the run's exit status is unchanged)."""
-    if not getattr(config, "output", None):
+    if not getattr(config, "output", None) or not getattr(config, "picture", True) or not pictures_wanted():
         return
     import time
     started = time.perf_counter()

@@ -190,6 +190,8 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--save-model", metavar="FILE", help="write the fitted model (selected features, coefficients, "
                                                         "intercept, scaling, algorithm, asyos version) to FILE; "
                                                         "'predict --model FILE' applies it to new data")
+    _bool_flag(g, "picture", "with --output, draw DIR/run.png at the end (the default; --no-picture: none, as "
+                             "ASYOS_PICTURE=0 in the environment; python -m asyos.report DIR draws it later)")
     g.add_argument("-q", "--quiet", action="store_true", help="no summary on stdout and no progress lines on stderr "
                                                               "(warnings and errors still)")
     g.add_argument("-v", "--verbose", action="count", help="progress lines on stderr even when it is not a terminal "

@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# no run.png from the runs of tests that are not about it (1-4 s each: asyos.report.pictures_wanted);
+# tests/test_report.py, tests/test_readme.py and the MPI launch test of the parallel fields turn it on
+os.environ.setdefault("ASYOS_PICTURE", "0")
 
 
 def pytest_ignore_collect(collection_path, config):

@@ -100,7 +100,7 @@ def test_readme_command(line, command, runs):
         pytest.skip("the shared data sets are not on this machine (../shared/datasets or ASYOS_DATASETS)")
     words = _argv(command, runs, datasets)
     os.makedirs(runs, exist_ok=True)
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", ASYOS_PICTURE="1",
                PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen(words, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)

@@ -3,6 +3,7 @@ import json
 import sys
 
 import numpy as np
+import pytest
 
 from asyos import report
 from asyos.run import main
@@ -10,6 +11,12 @@ from asyos.trace import AUTO_MAX_ROWS, ObjectiveTrace, StreamTrace
 
 SMALL = ["--n-features", "300", "--n-informative", "10", "--passes", "2"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(autouse=True)
+def pictures_on(monkeypatch):
+    """tests/conftest.py turns the pictures off for the rest of the suite."""
+    monkeypatch.setenv(report.PICTURE_ENV, "1")
 
 
 def run_cli(args, capsys):
@@ -233,3 +240,11 @@ def test_stream_trace_counts_entries_and_exits():
     assert [(r["step"], r["feature"], r["event"]) for r in trace.log()] == [
         (10, 1, "enter"), (10, 2, "enter"), (20, 1, "leave"), (20, 5, "enter"), (30, 2, "leave"), (30, 7, "enter"),
         (30, 8, "enter")]
+
+
+def test_no_picture_flag_and_environment(tmp_path, capsys, monkeypatch):
+    status, out, _ = run_cli([*SMALL, "--output", str(tmp_path / "a"), "--no-picture"], capsys)
+    assert status == 0 and "picture:" not in out and not (tmp_path / "a" / "run.png").exists()
+    monkeypatch.setenv(report.PICTURE_ENV, "0")
+    status, out, _ = run_cli([*SMALL, "--output", str(tmp_path / "b")], capsys)
+    assert status == 0 and "picture:" not in out and not (tmp_path / "b" / "run.png").exists()

@@ -17,7 +17,7 @@ FAULTY = os.path.join(REPO, "tests", "launch", "faulty_run.py")
                                                         ("auto", 2, "node-aggregated")])
 def test_asy_os_writes_the_parallel_fields(tmp_path, transport, nodes, expected):
     rc, out, err, _ = asyos_run(3, *SMALL, "--output", str(tmp_path), "--trace-every", "50", "--transport", transport,
-                                env_extra=virtual_nodes(nodes))
+                                env_extra={**virtual_nodes(nodes), "ASYOS_PICTURE": "1"})
     assert rc == 0, err
     assert "asy-os (mpi)" in out and "2 workers" in out
     record = json.loads((tmp_path / "results.json").read_text())
