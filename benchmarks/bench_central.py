@@ -14,7 +14,8 @@ For n = 1000 and n = 100000:
   shared-memory`` (the single-node default), where the workers write ``u_C`` themselves and the
   central rank serves no pushes at all.
 
-The first three use ``--transport messages``, the protocol that spans nodes.
+The first three use ``--transport messages``, the protocol that spans nodes. ``--quick`` runs 4 workers
+instead of 12 (the profile's ``workers``), to show the benchmark runs end to end.
 
     python benchmarks/bench_central.py [--quick]
 """
@@ -28,13 +29,13 @@ from asyos.data.synthetic import SyntheticSource
 from asyos.losses import get_loss
 
 PROFILES = {
-    "paper": {"seeds": 3, "cases": [
+    "paper": {"seeds": 3, "workers": 12, "cases": [
         {"n": 1000, "p": 8192, "s": 64, "p_capacity": 2048, "passes": 2},
         {"n": 100000, "p": 600, "s": 24, "p_capacity": 240, "passes": 1}]},
-    "quick": {"seeds": 1, "cases": [
+    # quick: 4 workers, so that the two many-worker runs start 5 ranks instead of 13 on a 2-core machine
+    "quick": {"seeds": 1, "workers": 4, "cases": [
         {"n": 1000, "p": 1200, "s": 24, "p_capacity": 600, "passes": 1}]},
 }
-WORKERS = 12
 MESSAGES = ["--transport", "messages"]      # the central rank serves pushes (shared memory bypasses it)
 
 
@@ -46,6 +47,7 @@ def main():
     args = parser(__doc__.splitlines()[0]).parse_args()
     profile = choose_profile(args, PROFILES)
     run = Run("central", args, profile)
+    workers = profile["workers"]
     rows, summary = [], {}
     for case in profile["cases"]:
         n, s = case["n"], case["s"]
@@ -56,10 +58,10 @@ def main():
         service_s = statistics.median(service)
         here = []
         for seed in range(profile["seeds"]):
-            record, _ = run_asyos(args_for(case, case["p"], s) + ["--seed", seed, *MESSAGES], ranks=WORKERS + 1)
+            record, _ = run_asyos(args_for(case, case["p"], s) + ["--seed", seed, *MESSAGES], ranks=workers + 1)
             here.append(record)
         shared = [run_asyos(args_for(case, case["p"], s) + ["--seed", seed, "--transport", "shared-memory"],
-                            ranks=WORKERS + 1)[0] for seed in range(profile["seeds"])]
+                            ranks=workers + 1)[0] for seed in range(profile["seeds"])]
         shared_steps = statistics.median(r["steps"] / r["timing"]["async_s"] for r in shared)
         pushes = statistics.median(r["pushes_per_s"] for r in here)
         steps = statistics.median(r["steps"] / r["timing"]["async_s"] for r in here)
@@ -67,10 +69,10 @@ def main():
         per_push = statistics.median(r["steps_per_push"] for r in here)
         data = SyntheticSource("regression", n_features=min(case["p"], 1200), n_informative=s, n_samples=n,
                                seed=1).load(with_test=False)
-        local_budget = max(1, s // WORKERS)
+        local_budget = max(1, s // workers)
         levels, medians = step_times(data, get_loss("squared"), local_budget, timed_steps=200)
         step_s = float(medians[-1])
-        dedicated = WORKERS / step_s
+        dedicated = workers / step_s
         capacity = 1.0 / service_s
         entry = {"n": n, "central_service_us": service_s * 1e6, "capacity_pushes_per_s": capacity,
                  "here_pushes_per_s": pushes, "here_steps_per_s": steps, "here_steps_per_push": per_push,
@@ -83,10 +85,11 @@ def main():
         rows.append([n, f"{service_s * 1e6:.1f}", f"{capacity:,.0f}", f"{pushes:,.0f}", f"{steps:,.0f}",
                      f"{per_push:.1f}", f"{util:.2f}", f"{capacity / pushes:.1f}x", f"{step_s * 1e6:.1f}",
                      f"{dedicated:,.0f}", f"{capacity / dedicated:.2f}x", f"{shared_steps:,.0f}"])
-    print_table(f"Central rank capacity vs {WORKERS} workers (medians of {profile['seeds']} runs)",
-                ["n", "service us/push", "capacity pushes/s", "12 here: pushes/s", "steps/s", "steps/push",
-                 "central util", "capacity / here", "step us (budget s/12)", "12 dedicated: 1 push/step",
-                 "capacity / that", "12 here, shared memory: steps/s"], rows)
+    print_table(f"Central rank capacity vs {workers} workers (medians of {profile['seeds']} runs)",
+                ["n", "service us/push", "capacity pushes/s", f"{workers} here: pushes/s", "steps/s", "steps/push",
+                 "central util", "capacity / here", f"step us (budget s/{workers})",
+                 f"{workers} dedicated: 1 push/step", "capacity / that", f"{workers} here, shared memory: steps/s"],
+                rows)
     path = run.finish(summary)
     print(f"results: {path}")
 

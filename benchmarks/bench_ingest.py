@@ -53,7 +53,7 @@ from asyos.benchmarking.common import Run, choose_profile, parser, print_table
 PROFILES = {
     "paper": {"n_samples": 1_000_000, "n_features": 1_000_000, "nnz_per_row": 100, "block_rows": 50_000,
               "budget": 100, "seed": 0, "repeats": 1},
-    "quick": {"n_samples": 50_000, "n_features": 1_000_000, "nnz_per_row": 100, "block_rows": 25_000,
+    "quick": {"n_samples": 20_000, "n_features": 1_000_000, "nnz_per_row": 100, "block_rows": 10_000,
               "budget": 100, "seed": 0, "repeats": 1},
 }
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -45,16 +45,22 @@ MEASURED = [                     # label, CLI flags, virtual nodes
     ("node-aggregated, 4 nodes", ["--transport", "node-aggregated"], 4),
 ]
 PROFILES = {
-    "paper": {"ranks": 13, "seeds": 3, "size": [2000, 100], "layouts": [[16, 4], [64, 4]],
+    "paper": {"ranks": 13, "seeds": 3, "size": [2000, 100], "layouts": [[16, 4], [64, 4]], "max_nodes": 4,
               "projected_problem": {"n_features": 16384, "n_informative": 128, "n_samples": None}},
-    "quick": {"ranks": 5, "seeds": 1, "size": [400, 12], "layouts": [[2, 2]],
+    "quick": {"ranks": 5, "seeds": 1, "size": [400, 12], "layouts": [[2, 2]], "max_nodes": 2,
               "projected_problem": {"n_features": 800, "n_informative": 16, "n_samples": None}},
 }
 
 
+def measured_layouts(profile):
+    """The rows of ``MEASURED`` on at most the profile's ``max_nodes`` virtual nodes (the quick profile
+    keeps one node-aggregated layout: 3 and 4 nodes take the same path, two more mpiexec runs)."""
+    return [row for row in MEASURED if row[2] <= profile["max_nodes"]]
+
+
 def measured_rows(run, profile):
     p, s = profile["size"]
-    for label, flags, nodes in MEASURED:
+    for label, flags, nodes in measured_layouts(profile):
         for seed in range(profile["seeds"]):
             record, wall = run_asyos(["--n-features", p, "--n-informative", s, "--seed", seed, *flags],
                                      ranks=profile["ranks"], env_extra={"MPIR_CVAR_NUM_CLIQUES": str(nodes)})
@@ -64,7 +70,7 @@ def measured_rows(run, profile):
                       "utilization": record["central"]["utilization"], "staleness": record["staleness"],
                       "push_staleness": record.get("push_staleness"), "async_s": record["timing"]["async_s"]})
     rows = []
-    for label, _, _ in MEASURED:
+    for label, _, _ in measured_layouts(profile):
         units = [u for u in run.units if u.get("part") == "measured" and u["layout"] == label]
         med = lambda key: statistics.median(u[key] for u in units)          # noqa: E731
         push = [u["push_staleness"] for u in units if u["push_staleness"]]
@@ -137,7 +143,7 @@ def main():
 
     def draw(plt):
         units = [u for u in run.units if u.get("part") == "measured"]
-        labels = [label for label, _, _ in MEASURED]
+        labels = [label for label, _, _ in measured_layouts(profile)]
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
         for ax, key, title in ((axes[0], "pushes_per_s", "pushes/s reaching the central rank"),
                                (axes[1], "recall", "recall")):
