@@ -50,8 +50,11 @@ class RunInterrupted(Exception):
         return 128 + self.signum
 
 
+TIME_LIMIT = signal.SIGALRM     # the stop reason of --time-limit: exit 128 + 14, as a timer's signal would give
+
+
 def signal_name(signum: int) -> str:
-    if signum == signal.SIGALRM:
+    if signum == TIME_LIMIT:
         return "the time limit (--time-limit)"
     try:
         return signal.Signals(signum).name
@@ -69,38 +72,22 @@ class StopSignals:
     requested: Optional[int] = None
     polling = 0
     _installed = False
-    time_limit: Optional[float] = None      # --time-limit: seconds from the first loop's start
-    _armed = False
 
     @classmethod
-    def install(cls, time_limit: Optional[float] = None) -> None:
-        """Route SIGTERM and SIGINT here (main thread only; idempotent). ``time_limit``: a SIGALRM
-        that many seconds after the fit's loop starts (``arm``) is a stop request too (``--time-limit``:
-        a batch queue's wall-clock limit met with the state saved instead of a kill)."""
+    def install(cls) -> None:
+        """Route SIGTERM and SIGINT here (main thread only; idempotent)."""
         if cls._installed:
             return
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM):
+        for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, cls._handle)
         cls._installed = True
-        cls.time_limit = time_limit
-
-    @classmethod
-    def arm(cls) -> None:
-        """Start the ``time_limit`` clock (once: at the first loop that polls)."""
-        if cls._installed and cls.time_limit and not cls._armed:
-            signal.setitimer(signal.ITIMER_REAL, cls.time_limit)
-            cls._armed = True
 
     @classmethod
     def uninstall(cls) -> None:
         if cls._installed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
-            signal.signal(signal.SIGALRM, signal.SIG_DFL)
         cls._installed = False
-        cls._armed = False
-        cls.time_limit = None
         cls.requested = None
         cls.polling = 0
 
@@ -125,11 +112,15 @@ class Checkpointer:
     ``identity``: what the state is valid for (``run_identity``). ``resume``: continue from the
     checkpoint at ``path`` (its header is checked against ``identity`` here; the loop unpickles the
     state with ``take``). ``stop_after``: stop as if signalled at the ``stop_after``-th poll (tests
-    interrupt a run at a chosen step this way).
+    interrupt a run at a chosen step this way). ``time_limit``: stop, as if signalled, at the first poll
+    ``time_limit`` seconds after the loop started (``watching``; ``--time-limit``, for batch queues'
+    wall-clock limits). It is a deadline checked at the polls, not a timer signal, so SIGALRM stays
+    the application's.
     """
 
     def __init__(self, path: str, every: Optional[float] = DEFAULT_EVERY_S, identity: Optional[dict] = None,
-                 resume: bool = False, stop_after: Optional[int] = None, signum: int = signal.SIGTERM):
+                 resume: bool = False, stop_after: Optional[int] = None, signum: int = signal.SIGTERM,
+                 time_limit: Optional[float] = None):
         self.path = path
         self.every = every
         self.identity = dict(identity or {})
@@ -140,6 +131,8 @@ class Checkpointer:
             self.resumed_kind, self.resumed_progress = header["kind"], header.get("progress", {})
         self.stop_after = stop_after
         self.signum = signum
+        self.time_limit = time_limit
+        self._deadline = None
         self.polls = 0
         self.saves = 0
         self.save_seconds = 0.0
@@ -163,6 +156,8 @@ class Checkpointer:
         self.polls += 1
         if StopSignals.requested is not None or (self.stop_after is not None and self.polls >= self.stop_after):
             return True
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            return True
         return self.every is not None and time.monotonic() - self._last >= self.every
 
     def poll(self, kind: str, capture: Callable[[], object], progress: Callable[[], dict] = dict,
@@ -178,13 +173,18 @@ class Checkpointer:
         stop = StopSignals.requested
         if stop is None and self.stop_after is not None and self.polls >= self.stop_after:
             stop = self.signum
+        if stop is None and self._deadline is not None and time.monotonic() >= self._deadline:
+            stop = TIME_LIMIT
         state = progress()
         self.save(kind, capture(), state, externals)
         if stop is not None:
             raise RunInterrupted(stop, self.path, state)
 
     def watching(self):
-        """Context: signals inside it are stop requests the loop answers at its next poll."""
+        """Context: signals inside it are stop requests the loop answers at its next poll (the
+        ``time_limit`` clock starts at the first one)."""
+        if self.time_limit and self._deadline is None:
+            self._deadline = time.monotonic() + self.time_limit
         return _Watching()
 
     # -- files ------------------------------------------------------------------------------
@@ -214,7 +214,6 @@ class Checkpointer:
 class _Watching:
     def __enter__(self):
         StopSignals.polling += 1
-        StopSignals.arm()
         return self
 
     def __exit__(self, *exc):

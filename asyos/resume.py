@@ -69,7 +69,7 @@ def checkpointer_for(config, kind: Optional[str] = None) -> Optional[Checkpointe
             raise InputError("--resume needs the run's --output directory")
         return None
     return Checkpointer(checkpoint_path(config), _every(config), run_identity(config), resume=config.resume,
-                        stop_after=_stop_after())
+                        stop_after=_stop_after(), time_limit=config.time_limit)
 
 
 def with_progress(checkpoint, what):
@@ -119,7 +119,7 @@ def rank_checkpointer(config, rank: int, size: int) -> Optional[Checkpointer]:
             raise InputError("--resume needs the run's --output directory")
         return None
     return Checkpointer(os.path.join(config.output, RANKS_DIR, f"rank-{rank}.pkl"), _every(config),
-                        {**run_identity(config), "ranks": size}, resume=config.resume)
+                        {**run_identity(config), "ranks": size}, resume=config.resume, time_limit=config.time_limit)
 
 
 def takes_checkpoint(estimator) -> bool:

@@ -273,8 +273,6 @@ def _main(argv) -> int:
         from .logs import configure
         if config is not None:
             configure(quiet=config.quiet, verbose=config.verbose, rank=rank)
-            from .checkpoint import StopSignals
-            StopSignals.time_limit = config.time_limit
         started = True
         if config is None:
             if rank == 0:

@@ -71,17 +71,25 @@ def test_a_job_stopped_half_way_resumes_with_its_steps_and_its_quality(tmp_path,
 
 
 def test_a_stop_without_output_ends_the_job_with_143(tmp_path):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONPATH=REPO)
-    proc = subprocess.Popen([MPIEXEC, "-n", "3", sys.executable, "-m", "asyos.run", *PROBLEM,
-                             "--passes", "10", "--trace-every", "1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
-                            start_new_session=True)
-    time.sleep(6)
-    proc.send_signal(signal.SIGTERM)
+    # SIGTERM once the central rank's first progress line shows the asynchronous phase under way (a fixed
+    # sleep raced the job's own length: it ends in about 5 s on an idle machine)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONPATH=REPO, ASYOS_PROGRESS_EVERY="0.3")
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as fh:
+        proc = subprocess.Popen([MPIEXEC, "-n", "3", sys.executable, "-m", "asyos.run", *PROBLEM,
+                                 "--passes", "10", "--trace-every", "1", "-v"],
+                                stdout=subprocess.PIPE, stderr=fh, text=True, env=env, cwd=REPO,
+                                start_new_session=True)
     try:
-        _, err = proc.communicate(timeout=60)
+        deadline = time.monotonic() + 60
+        while "steps/s" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the job ended before its first progress line"
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+    err = "\n".join(line for line in log.read_text().splitlines() if "steps/s" not in line)
     assert proc.returncode == 143, err
     assert err.strip().splitlines()[0].startswith("asyos: stopped by SIGTERM"), err
