@@ -1,5 +1,6 @@
-"""Every command README.md shows is run here as written, in README order (later examples read what
-earlier ones wrote, e.g. a converted file). Only three things are substituted, and only where a
+"""Every command README.md shows is run here as written: in README order, two one-process commands at a
+time (an ``mpiexec`` command alone), each after the earlier ones whose files it reads (a converted
+file, a saved model, a stopped run; ``_depends``). Only three things are substituted, and only where a
 token begins with them: ``python`` -> this interpreter, ``mpiexec`` -> the one next to it (the
 mpich wheel's), ``runs/`` -> a temporary directory, and ``../shared/datasets`` -> the data sets
 (``find_datasets``). A command is expected to exit 0 unless its comment says ``exit N``.
@@ -14,6 +15,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -88,34 +90,84 @@ def test_readme_examples_are_found_and_each_writes_its_own_directory():
             assert not word.startswith(("big", "out/", "train.svm")), f"placeholder in a README example: {text}"
 
 
+def _depends(later, earlier) -> bool:
+    """Whether README command ``later`` reads what ``earlier`` wrote: a ``runs/`` path of one is a
+    path of the other or under it (a converted file, a saved model, a stopped run, a run to draw)."""
+    mine = [w for w in shlex.split(later, comments=True) if w.startswith("runs/")]
+    theirs = [w for w in shlex.split(earlier, comments=True) if w.startswith("runs/")]
+    return any(a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
+               for a in mine for b in theirs)
+
+
+PARALLEL = 2        # one-process commands at a time (this machine's cores); mpiexec commands run alone
+
+
+def _run_all(runs, datasets):
+    """Run every README command once, ``PARALLEL`` one-process commands at a time, a command only
+    after those it depends on (``_depends``), an ``mpiexec`` command alone; ``{line: (status, out,
+    err)}`` (a command whose data sets are missing is not started)."""
+    os.makedirs(runs, exist_ok=True)
+    logs = os.path.join(os.path.dirname(runs), "logs")
+    os.makedirs(logs, exist_ok=True)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", ASYOS_PICTURE="1",
+               PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    todo = [(n, c) for n, c in COMMANDS if datasets is not None or "../shared/datasets" not in c]
+    done, running = {}, {}
+    while todo or running:
+        for n, c in list(todo):
+            blocked = any(_depends(c, e) for m, e in COMMANDS if m < n and m not in done)
+            exclusive = c.startswith("mpiexec") or any(r["command"].startswith("mpiexec") for r in running.values())
+            if blocked or len(running) >= PARALLEL or (exclusive and running):
+                continue
+            out, err = (open(os.path.join(logs, f"{n}.{k}"), "w+") for k in ("out", "err"))
+            proc = subprocess.Popen(_argv(c, runs, datasets), cwd=REPO, env=env, stdout=out, stderr=err, text=True,
+                                    start_new_session=True)
+            running[n] = {"command": c, "proc": proc, "out": out, "err": err, "deadline": time.monotonic() + TIMEOUT_S}
+            todo.remove((n, c))
+        for n, r in list(running.items()):
+            status = r["proc"].poll()
+            if status is None and time.monotonic() > r["deadline"]:
+                os.killpg(r["proc"].pid, signal.SIGKILL)
+                status = r["proc"].wait()
+                r["err"].write(f"\n(killed: no end within {TIMEOUT_S} s)")
+            if status is not None:
+                texts = []
+                for fh in (r["out"], r["err"]):
+                    fh.flush()
+                    fh.seek(0)
+                    texts.append(fh.read())
+                    fh.close()
+                done[n] = (status, *texts)
+                del running[n]
+        time.sleep(0.05)
+    return done
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     return str(tmp_path_factory.mktemp("readme") / "runs")
 
 
+@pytest.fixture(scope="module")
+def outcomes(runs):
+    return _run_all(runs, find_datasets())
+
+
+# what the main job prints (README: "It prints the selected features, recall ..., staleness")
+EXPECTED_OUTPUT = {"mpiexec -n 13 python -m asyos.run": ["12 workers", "n=1316, p=2000, s=100", "recall ",
+                                                          "staleness (versions of u_C"]}
+
+
 @pytest.mark.parametrize("line,command", COMMANDS, ids=[f"line{n}" for n, _ in COMMANDS])
-def test_readme_command(line, command, runs):
-    datasets = find_datasets()
-    if datasets is None and "../shared/datasets" in command:
+def test_readme_command(line, command, runs, outcomes):
+    if find_datasets() is None and "../shared/datasets" in command:
         pytest.skip("the shared data sets are not on this machine (../shared/datasets or ASYOS_DATASETS)")
-    words = _argv(command, runs, datasets)
-    os.makedirs(runs, exist_ok=True)
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", ASYOS_PICTURE="1",
-               PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen(words, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            out, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-        pytest.fail(f"README line {line} did not finish in {TIMEOUT_S} s: {command}\n{out}\n{err}")
+    status, out, err = outcomes[line]
     expected = _expected_status(command)
-    assert proc.returncode == expected, f"README line {line}: {command}\nexit {proc.returncode}\n{out}\n{err}"
+    assert status == expected, f"README line {line}: {command}\nexit {status}\n{out}\n{err}"
+    for text in EXPECTED_OUTPUT.get(command, ()):
+        assert text in out, f"README line {line}: {command}: {text!r} not in\n{out}"
+    words = _argv(command, runs, find_datasets() or "")
     output = _output_dir(words)
     if output and expected == 0 and "asyos.run" in command:
         record = json.load(open(os.path.join(output, "results.json")))

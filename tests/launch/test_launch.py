@@ -52,12 +52,6 @@ def test_staleness_bound_is_enforced_by_refusing_pushes(tmp_path, transport):
     assert sum(w["refused"] for w in record["workers"]) == record["refused_pushes"]
 
 
-def test_the_mission_command_runs_the_default_with_12_workers():
-    rc, out, err, seconds = asyos_run(13, timeout=180)
-    assert rc == 0, err
-    assert "12 workers" in out and "n=1316, p=2000, s=100" in out
-
-
 def test_local_launcher_script(tmp_path):
     rc, out, err, _ = run_mpiexec(1, ["bash", os.path.join(REPO, "launch", "local.sh"), "3", *SMALL],
                                   env_extra={"PYTHON": sys.executable})
