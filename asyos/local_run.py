@@ -16,6 +16,7 @@ from .errors import EXIT_OK, ConvergenceWarning, InputError
 from .metrics import evaluate
 from .model_file import save_run_model
 from .problem import open_data_source, resolve_problem
+from .progress import phase
 from .registry import get_algorithm
 from .timing import command_timing
 from .summary import build_record, format_summary, report_warnings
@@ -46,17 +47,18 @@ def run_local(config) -> int:
                          "or --algorithm asy-os)")
     if config.tune and not stream:
         raise InputError(f"--tune applies to the sample-stream learners; {config.algorithm!r} is not one")
-    source = open_data_source(config)
-    if simulated and not stream:
-        spec = get_algorithm("asy-os")
-    # OS and Asy-OS read a column-major file's columns on demand (memory O(n s), whatever p); others load it
-    out_of_core = getattr(source, "columnar", False) and getattr(spec.estimator_class, "_reads_columns", False)
-    data = source.lazy() if out_of_core else source.load()
-    problem = resolve_problem(config, source, data.y)
+    with phase(f"loading {config.data or 'the synthetic problem'}"):
+        source = open_data_source(config)
+        if simulated and not stream:
+            spec = get_algorithm("asy-os")
+        # OS and Asy-OS read a column-major file's columns on demand (memory O(n s), whatever p); others load it
+        out_of_core = getattr(source, "columnar", False) and getattr(spec.estimator_class, "_reads_columns", False)
+        data = source.lazy() if out_of_core else source.load()
+        problem = resolve_problem(config, source, data.y)
     estimator = spec.build(config, problem.loss.name, problem.budget)
     t1 = time.perf_counter()
     extra = {}
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, phase(f"fitting {config.algorithm}"):
         warnings.simplefilter("always", ConvergenceWarning)
         if config.tune:
             from .learners.stream.tuning import grid_search

@@ -123,3 +123,26 @@ def test_the_throttle_writes_at_most_one_line_per_interval(monkeypatch, capsys):
     reporter.advance(0)
     assert capsys.readouterr().err == "asyos: x: 10 of 10 rows (100%), 0.00278 rows/s, 1 h 00 min\n"
     configure()
+
+
+def test_a_phase_without_a_loop_says_it_is_still_working_unless_a_loop_does(monkeypatch, capsys):
+    import time
+    from asyos.progress import phase
+    monkeypatch.setenv(ENV, "0.05")
+    configure(verbose=1)
+    with phase("loading x"):
+        time.sleep(0.4)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) >= 3 and all(re.fullmatch(r"asyos: loading x: \d+ s", ln) for ln in lines), lines
+    reporter = Progress("loop", 100)
+    with phase("fitting"):
+        for _ in range(40):                     # the loop's own lines keep the phase's quiet
+            reporter.line()
+            time.sleep(0.01)
+    err = capsys.readouterr().err
+    assert "loop: " in err and "fitting" not in err, err
+    configure(quiet=True)
+    with phase("silent"):
+        time.sleep(0.2)
+    assert capsys.readouterr().err == ""
+    configure()

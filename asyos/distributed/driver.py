@@ -54,6 +54,7 @@ from ..process_stats import bytes_read, peak_rss_bytes
 from ..learners.substitution.kernels import backend as kernel_backend, warm_up as warm_up_kernels
 from ..learners.substitution.online_substitution import local_lipschitz, make_worker
 from ..problem import open_data_source, resolve_problem
+from ..progress import phase
 from ..protocol.central import Central
 from ..protocol.finish import Candidates, conclude
 from ..protocol.wire import TAG_ERROR, TAG_FINAL
@@ -121,7 +122,8 @@ def run_asy_os(config, comm):
     mine = np.array([error is not None, setup.get("lipschitz", 0.0)], dtype=np.float64)
     everyone = np.empty((size, mine.size))
     try:
-        wait_all([comm.Iallgather(mine, everyone)], backoff, config.setup_timeout)
+        with phase(f"loading: the {n_workers} workers read their shards of {config.data or 'the synthetic problem'}"):
+            wait_all([comm.Iallgather(mine, everyone)], backoff, config.setup_timeout)
     except Deadline:
         abort_job(comm, EXIT_CENTRAL_LOST if rank else EXIT_WORKER_LOST,
                   f"asyos: rank {rank}: setup did not finish on every rank within {config.setup_timeout:g} s; "
