@@ -9,7 +9,6 @@ import sys
 import numpy as np
 import pytest
 
-from asyos.benchmarking.common import datasets_dir
 from asyos.model_file import FORMAT_VERSION, MAGIC, load_model
 from asyos.run import main
 from tests.conftest import REPO
@@ -18,14 +17,16 @@ from tests.conftest import REPO
 @pytest.fixture(scope="module")
 def split(tmp_path_factory):
     """scikit-learn's breast cancer set (569 x 30, labels -1/+1): 400 training rows, 169 held back, as
-    .npz and as libsvm text (1-based); the diabetes set (442 x 10, regression) likewise, 300 / 142."""
-    from sklearn.datasets import dump_svmlight_file
+    .npz and as libsvm text (1-based); the diabetes set (442 x 10, regression) likewise, 300 / 142.
+    Both ship inside scikit-learn (the same data as ../shared/datasets/sklearn_*), so no data
+    directory is needed."""
+    from sklearn.datasets import dump_svmlight_file, load_breast_cancer, load_diabetes
     root = tmp_path_factory.mktemp("model")
     out = {}
-    for name, file, n_train in (("cancer", "sklearn_breast_cancer/breast_cancer.npz", 400),
-                                ("diabetes", "sklearn_diabetes/diabetes.npz", 300)):
-        z = np.load(os.path.join(datasets_dir(), file))
-        X, y = z["X"].astype(np.float64), z["y"]
+    cancer, diabetes = load_breast_cancer(), load_diabetes()
+    for name, X, y, n_train in (("cancer", cancer.data, 2 * cancer.target - 1, 400),
+                                ("diabetes", diabetes.data, diabetes.target, 300)):
+        X, y = np.asarray(X, dtype=np.float64), np.asarray(y)
         order = np.random.default_rng(0).permutation(y.size)
         train, test = order[:n_train], order[n_train:]
         for part, rows in (("train", train), ("test", test)):

@@ -451,7 +451,9 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         pushes_per_s=central.accepted / async_s if async_s > 0 else None,
         transport=transport,
         **_push_settings(config, transport),
-        steps=central.steps + steps_before,
+        # the workers' own counts (a resumed worker's include its steps before the stop): the shared
+        # window counts writes, and a worker's last write may carry only drops, which is no step
+        steps=sum(f["steps"] for f in finals),
         steps_before_resume=steps_before if config.resume else None,
         steps_per_push=central.steps / central.accepted if central.accepted else None,
         oversubscribed=bool(oversubscribed),

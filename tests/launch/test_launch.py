@@ -28,8 +28,10 @@ def test_asy_os_writes_the_parallel_fields(tmp_path, transport, nodes, expected)
     assert record["metrics"]["objective"] <= record["metrics"]["objective_selection"] * (1 + 1e-12)
     for key in ("mean", "max", "p95", "histogram"):
         assert key in record["staleness"]
-    counted = record["steps"] if expected == "node-aggregated" else record["pushes"]
-    assert sum(record["staleness"]["histogram"]) == counted > 0
+    if expected == "node-aggregated":       # every write counted; a worker's last may carry only drops (no step)
+        assert 0 <= sum(record["staleness"]["histogram"]) - record["steps"] <= record["n_workers"]
+    else:
+        assert sum(record["staleness"]["histogram"]) == record["pushes"] > 0
     assert record["pushes_per_s"] > 0 and record["refused_pushes"] == 0
     assert record["max_staleness"] is None
     assert len(record["trace"]["objective"]) >= 2

@@ -4,15 +4,15 @@ import json
 
 import numpy as np
 
-from asyos.benchmarking.common import datasets_dir
 from asyos.model_file import load_model
 from asyos.predict import main as predict
 from tests.launch.mpirun import asyos_run
 
 
 def test_asy_os_under_mpiexec_saves_the_model_of_its_record(tmp_path):
-    z = np.load(f"{datasets_dir()}/sklearn_breast_cancer/breast_cancer.npz")
-    X, y = z["X"].astype(np.float64), z["y"]
+    from sklearn.datasets import load_breast_cancer        # ships with scikit-learn: no data directory needed
+    cancer = load_breast_cancer()
+    X, y = cancer.data.astype(np.float64), 2 * cancer.target - 1
     order = np.random.default_rng(1).permutation(y.size)
     train, test = order[:400], order[400:]
     np.savez(tmp_path / "train.npz", X=X[train], y=y[train])

@@ -60,6 +60,8 @@ def test_a_job_stopped_half_way_resumes_with_its_steps_and_its_quality(tmp_path,
     resumed = json.load(open(os.path.join(stopped, "results.json")))
     assert resumed["steps_before_resume"] == before
     assert resumed["steps"] == sum(w["steps"] for w in resumed["workers"]) and resumed["steps"] > before
+    if transport == "shared-memory":        # the window counts writes: a worker's last may carry only drops
+        assert 0 <= resumed["pushes"] - (resumed["steps"] - before) <= resumed["n_workers"]
     assert not os.path.exists(os.path.join(stopped, "checkpoint"))
 
     rc, out, err, _ = asyos_run(4, *args, "--output", whole, "--quiet")
@@ -90,6 +92,7 @@ def test_a_stop_without_output_ends_the_job_with_143(tmp_path):
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    err = "\n".join(line for line in log.read_text().splitlines() if "steps/s" not in line)
+    err = "\n".join(line for line in log.read_text().splitlines()       # without the progress lines
+                     if "steps/s" not in line and not line.startswith("asyos: loading: "))
     assert proc.returncode == 143, err
     assert err.strip().splitlines()[0].startswith("asyos: stopped by SIGTERM"), err
