@@ -154,27 +154,30 @@ class Checkpointer:
     def due(self) -> bool:
         """Whether ``poll`` would save now (cheap: a counter, a flag and the clock)."""
         self.polls += 1
-        if StopSignals.requested is not None or (self.stop_after is not None and self.polls >= self.stop_after):
-            return True
-        if self._deadline is not None and time.monotonic() >= self._deadline:
+        if self._stop_reason() is not None:
             return True
         return self.every is not None and time.monotonic() - self._last >= self.every
+
+    def _stop_reason(self) -> Optional[int]:
+        """Why the loop must stop now (a signal, ``stop_after``, the ``time_limit``), else ``None``."""
+        if StopSignals.requested is not None:
+            return StopSignals.requested
+        if self.stop_after is not None and self.polls >= self.stop_after:
+            return self.signum
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            return TIME_LIMIT
+        return None
 
     def poll(self, kind: str, capture: Callable[[], object], progress: Callable[[], dict] = dict,
              externals: Optional[dict] = None) -> None:
         """At a consistent point of loop ``kind``: save ``capture()`` if it is time, and leave the
         loop with ``RunInterrupted`` if a stop was requested (and write a progress line when one
         is due, ``reporter``)."""
-        reporter = self.reporter
-        if reporter is not None and time.monotonic() >= reporter._next:
-            reporter.report(progress())
+        if self.reporter is not None:
+            self.reporter.poll(progress)
         if not self.due():
             return
-        stop = StopSignals.requested
-        if stop is None and self.stop_after is not None and self.polls >= self.stop_after:
-            stop = self.signum
-        if stop is None and self._deadline is not None and time.monotonic() >= self._deadline:
-            stop = TIME_LIMIT
+        stop = self._stop_reason()
         state = progress()
         self.save(kind, capture(), state, externals)
         if stop is not None:

@@ -113,7 +113,8 @@ def run_local(config) -> int:
             extra["budget_mode"] = estimator.budget_mode
     if spec.family == "substitution":
         extra["variant"] = estimator.variant
-    timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0, **command_timing(t0, load_s=t1 - t0, fit_s=t2 - t1)}
+    timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0,
+              **command_timing(t0, load_s=t1 - t0, fit_s=t2 - t1)}
     record = build_record(config, problem, "simulated" if simulated else "sequential", support,
                           coef[support], metrics, timing, warnings=notes, **extra)
     if not config.quiet:

@@ -111,6 +111,12 @@ class Progress:
         """Whether a line is due (cheap: the clock against the next line's time)."""
         return time.monotonic() >= self._next
 
+    def poll(self, progress) -> None:
+        """A line from the dict ``progress()`` returns (``report``) when one is due; ``progress`` is
+        called only then (a loop's poll costs a clock reading between two lines)."""
+        if time.monotonic() >= self._next:
+            self.report(progress())
+
     def advance(self, amount: float = 1, **fields) -> None:
         self.done += amount
         if time.monotonic() >= self._next:
@@ -210,8 +216,7 @@ class ProgressPoller:
 
     def poll(self, kind: str, capture=None, progress=dict, externals=None) -> None:
         self.polls += 1
-        if time.monotonic() >= self.reporter._next:
-            self.reporter.report(progress())
+        self.reporter.poll(progress)
 
     def watching(self):
         return contextlib.nullcontext()

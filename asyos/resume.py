@@ -22,8 +22,8 @@ from .errors import InputError
 
 CONFIG_FILE = "run_config.json"
 # settings that change neither the computation nor its result: they may differ on --resume
-NOT_IDENTITY = ("output", "quiet", "verbose", "picture", "save_model", "checkpoint_every", "time_limit", "resume", "overwrite",
-                "watchdog_timeout", "setup_timeout")
+NOT_IDENTITY = ("output", "quiet", "verbose", "picture", "save_model", "checkpoint_every", "time_limit", "resume",
+                "overwrite", "watchdog_timeout", "setup_timeout")
 RESUME_OVERRIDES = ("checkpoint_every", "time_limit", "quiet", "verbose", "picture", "save_model", "watchdog_timeout",
                     "setup_timeout")
 

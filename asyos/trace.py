@@ -43,6 +43,20 @@ AUTO_FREE_S = 0.005             # ... once the rows have taken this long (a fit 
 MAX_STREAM_EVENTS = 50000       # features entering / leaving recorded by a StreamTrace
 
 
+class _ElapsedClock:
+    """Pickling of a trace: the clock's origin is this process's, so a checkpoint keeps the time
+    elapsed instead (``start`` is rebuilt against the new process's clock on load)."""
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["start"] = self.clock() - self.start
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.start = self.clock() - state["start"]
+
+
 class _Pacing:
     """When the next row of an automatic trace is due (module docstring), in seconds since the start."""
 
@@ -61,7 +75,7 @@ class _Pacing:
         self.next_at = now + (self.interval if free else max(self.interval, AUTO_COST_FACTOR * cost))
 
 
-class ObjectiveTrace:
+class ObjectiveTrace(_ElapsedClock):
     def __init__(self, every, loss, y, clock=time.perf_counter):
         self.auto = every == AUTO
         self.every = AUTO if self.auto else int(every)
@@ -71,17 +85,10 @@ class ObjectiveTrace:
         self._next = 0
         self._pacing = _Pacing() if self.auto else None
 
-    def __getstate__(self):
-        """The clock's origin is this process's: a checkpoint keeps the time elapsed instead."""
-        state = dict(self.__dict__)
-        state["start"] = self.clock() - self.start
-        return state
-
     def __setstate__(self, state):
-        state.setdefault("auto", False)
+        state.setdefault("auto", False)                 # a checkpoint written before the automatic trace
         state.setdefault("_pacing", None)
-        self.__dict__.update(state)
-        self.start = self.clock() - state["start"]
+        super().__setstate__(state)
 
     def __call__(self, central):
         if self.due(central.steps):
@@ -110,7 +117,7 @@ class ObjectiveTrace:
         return out
 
 
-class StreamTrace:
+class StreamTrace(_ElapsedClock):
     """The automatic trace of a sample-stream learner (module docstring). ``after_chunk(learner,
     pass_index)`` between chunks records a row when one is due; ``finish`` records the last."""
 
@@ -123,15 +130,6 @@ class StreamTrace:
         self._support = {}              # feature: weight, at the last row
         self._entered = self._left = 0
         self._pacing = _Pacing()
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["start"] = self.clock() - self.start
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self.start = self.clock() - state["start"]
 
     def after_chunk(self, learner, pass_index: int) -> None:
         if self.clock() - self.start >= self._pacing.next_at:

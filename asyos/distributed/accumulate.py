@@ -1,8 +1,9 @@
 """Running averages from files: streamed in one process, or accumulated across MPI ranks.
 
 ``python -m asyos.run --algorithm ofsa --data FILE --budget K`` streams the file in row chunks into
-a ``RunningAverages`` (at most one chunk held; progress lines on stderr, ``asyos.progress``) and extracts the model. Under ``mpiexec -n N`` every rank reads only its own contiguous block of
-rows (``rows_of_rank``), then the statistics are combined with two collectives:
+a ``RunningAverages`` (at most one chunk held; progress lines on stderr, ``asyos.progress``) and
+extracts the model. Under ``mpiexec -n N`` every rank reads only its own contiguous block of rows
+(``rows_of_rank``), then the statistics are combined with two collectives:
 
 1. an ``Iallreduce`` of ``(W, W mu_x, W mu_y)`` gives every rank the global means;
 2. every rank moves its shifted sums to that common shift (``RunningAverages.shifted_to``, exact) and

@@ -86,9 +86,9 @@ class Watch:
         if now - self._checked < CHECK_EVERY:
             return
         self._checked = now
-        if self.reporter is not None and counts is not None and now >= self.reporter._next:
-            running = sum(f is None for f in self.finals)
-            self.reporter.report({"workers running": f"{running} of {self.q}", **counts()})
+        if self.reporter is not None and counts is not None:
+            self.reporter.poll(lambda: {"workers running": f"{sum(f is None for f in self.finals)} of {self.q}",
+                                        **counts()})
         silent = [i + 1 for i in self.watched if self.finals[i] is None and now - self.last_seen[i] > self.timeout]
         if silent:
             abort_job(self.comm, EXIT_WORKER_LOST,
