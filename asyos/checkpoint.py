@@ -72,10 +72,14 @@ class StopSignals:
     requested: Optional[int] = None
     polling = 0
     _installed = False
+    _taken_up: Optional[Callable] = None
 
     @classmethod
-    def install(cls) -> None:
-        """Route SIGTERM and SIGINT here (main thread only; idempotent)."""
+    def install(cls, taken_up: Optional[Callable] = None) -> None:
+        """Route SIGTERM and SIGINT here (main thread only; idempotent). ``taken_up(signum)`` is
+        called first thing in the handler (under mpiexec: ``supervisor.note_stopping``, which
+        tells the supervisor the rank is not stuck in a C call)."""
+        cls._taken_up = taken_up
         if cls._installed:
             return
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -88,6 +92,7 @@ class StopSignals:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
         cls._installed = False
+        cls._taken_up = None
         cls.requested = None
         cls.polling = 0
 
@@ -95,6 +100,8 @@ class StopSignals:
 
     @classmethod
     def _handle(cls, signum, _frame):
+        if cls._taken_up is not None:
+            cls._taken_up(signum)
         now = time.monotonic()
         if cls.requested == signum and now - cls._first_at < REPEAT_S:
             return              # the same Ctrl-C twice: from the terminal and forwarded (asyos.distributed.supervisor)

@@ -134,7 +134,7 @@ class RunConfig:
 
     def substitution_options(self):
         """The OS workers' settings (``SubstitutionOptions``), as every scheduler builds them."""
-        from .learners.substitution.online_substitution import SubstitutionOptions
+        from .learners.substitution.workers import SubstitutionOptions
         decrease_constant = None if self.decrease_constant is None else float(self.decrease_constant)
         return SubstitutionOptions(passes=self.feature_passes, step_size=self.step_size,
                                    step_divisor=self.step_divisor, decrease_check=self.decrease_check,

@@ -231,7 +231,7 @@ def scaling_of(estimator, selected, X=None) -> Optional[dict]:
     options = options()
     if not options.scale:
         return None
-    from .learners.base import columns_dense
+    from .learners.checks import columns_dense
     shard = options.shard(np.asarray(columns_dense(X, selected), dtype=np.float64))
     scales = shard.scales
     raw = np.divide(np.asarray(estimator.raw_coef_)[selected], scales, out=np.zeros(selected.size),

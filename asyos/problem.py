@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .data.io import open_source
 from .data.synthetic import SyntheticSource
 from .errors import InputError
-from .learners.base import check_budget
+from .learners.checks import check_budget
 from .losses import Loss, default_loss_for_labels, get_loss
 
 

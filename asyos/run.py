@@ -247,7 +247,7 @@ def main(argv=None) -> int:
         return supervisor.supervise()
     atexit.register(supervisor.mark_finished)   # registered before mpi4py: runs after MPI_Finalize
     from .checkpoint import StopSignals
-    StopSignals.install()                       # SIGTERM / Ctrl-C: save a checkpoint, then stop (asyos.resume)
+    StopSignals.install(supervisor.note_stopping)   # SIGTERM / Ctrl-C: save a checkpoint, then stop (asyos.resume)
     try:
         status = _main(argv)
     finally:

@@ -24,7 +24,10 @@ DEFAULT_OUTPUT = os.path.join("benchmarks", "results")
 def parser(description: str, prog: str = None, data_dir: bool = False) -> argparse.ArgumentParser:
     """The benchmarks' common options; ``data_dir`` adds ``--data-dir`` (see ``datasets_dir``)."""
     p = argparse.ArgumentParser(description=description, prog=prog)
-    p.add_argument("--quick", action="store_true", help="tiny profile for CI (seconds)")
+    p.add_argument("--quick", action="store_true", help="small profile: a first look in about a minute")
+    p.add_argument("--smoke", action=_Smoke, nargs=0,
+                   help="the smallest run through every code path of the benchmark, for the test suite "
+                        "(tests/test_benchmarks.py); implies --quick; its figures mean nothing")
     p.add_argument("--seeds", type=int, help="repetitions (default: the profile's)")
     p.add_argument("--output", default=DEFAULT_OUTPUT, help=f"directory for JSON/PNG (default {DEFAULT_OUTPUT})")
     if data_dir:
@@ -33,9 +36,24 @@ def parser(description: str, prog: str = None, data_dir: bool = False) -> argpar
     return p
 
 
+class _Smoke(argparse.Action):
+    """``--smoke`` sets ``quick`` too: the code paths a quick run takes (no real data needed, the
+    quick profile's sections) are the ones the smoke run must keep working."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        namespace.smoke = True
+        namespace.quick = True
+
+
 def choose_profile(args, profiles: dict) -> dict:
-    """``profiles["quick"]`` with ``--quick``, else ``profiles["paper"]``; ``--seeds`` overrides."""
-    profile = dict(profiles["quick" if args.quick else "paper"])
+    """``profiles["smoke"]`` with ``--smoke`` (``profiles["quick"]`` where a benchmark has no
+    smaller one), ``profiles["quick"]`` with ``--quick``, else ``profiles["paper"]``; ``--seeds``
+    overrides."""
+    if getattr(args, "smoke", False):
+        name = "smoke" if "smoke" in profiles else "quick"
+    else:
+        name = "quick" if args.quick else "paper"
+    profile = dict(profiles[name])
     if getattr(args, "seeds", None):
         profile["seeds"] = args.seeds
     return profile

@@ -50,7 +50,7 @@ from ..protocol.central import Central
 from ..protocol.threshold import GlobalThreshold
 from ..protocol.plan import BUDGET_MODES, AsyOSPlan, keeps_threshold, worker_budgets
 from ..learners.substitution.asy_os import build_workers
-from ..learners.substitution.online_substitution import SubstitutionOptions
+from ..learners.substitution.workers import SubstitutionOptions
 from ..losses import get_loss
 from ..trace import ObjectiveTrace, first_reaching
 from .common import Run, mpiexec_path, parser, plot, print_table, run_asyos, usable_cores
@@ -69,6 +69,10 @@ PROFILES = {
               "projected": [1, 2, 4], "shrink": {"n_samples": 300, "n_features": 1024, "n_informative": 16},
               # one budget mode: the split mode takes the same path through the benchmark (4 mpiexec runs saved)
               "transports": ["shared-memory", "messages"], "budget_modes": ["global"]},
+    # smoke (tests/test_benchmarks.py): the messages transport alone (the projection's path)
+    "smoke": {"tasks": ["regression"], "workers": [1, 2], "repeats": 1, "passes": 1, "trace_every": 10,
+              "projected": [1, 2], "shrink": {"n_samples": 200, "n_features": 512, "n_informative": 8},
+              "transports": ["messages"], "budget_modes": ["global"]},
 }
 TRANSPORTS = ("shared-memory", "messages")
 VALIDATION_TOLERANCE = 0.25
@@ -92,7 +96,7 @@ def make_parser(prog=None):
 
 def main(argv=None, prog=None):
     args = make_parser(prog).parse_args(argv)
-    profile = dict(PROFILES["quick" if args.quick else "paper"])
+    profile = dict(PROFILES["smoke" if getattr(args, "smoke", False) else "quick" if args.quick else "paper"])
     for key in ("workers", "repeats", "tasks", "projected", "transports", "budget_modes"):
         if getattr(args, key):
             profile[key] = getattr(args, key)

@@ -49,10 +49,10 @@ from ..checkpoint import RunInterrupted, StopSignals
 from ..resume import finished, rank_checkpointer, save_run_config
 from ..errors import EXIT_CENTRAL_LOST, EXIT_OK, EXIT_WORKER_FAILED, EXIT_WORKER_LOST, ConvergenceWarning, InputError
 from ..data.columnar import is_column_matrix
-from ..learners.base import columns_dense
+from ..learners.checks import columns_dense
 from ..process_stats import bytes_read, peak_rss_bytes
 from ..learners.substitution.kernels import backend as kernel_backend, warm_up as warm_up_kernels
-from ..learners.substitution.online_substitution import local_lipschitz, make_worker
+from ..learners.substitution.workers import local_lipschitz, make_worker
 from ..problem import open_data_source, resolve_problem
 from ..progress import phase
 from ..protocol.central import Central
@@ -107,10 +107,11 @@ def run_asy_os(config, comm):
     spec = get_algorithm(config.algorithm)
     if not spec.runs_on_mpi:
         raise InputError(f"algorithm {config.algorithm!r} does not run under mpiexec; run it without mpiexec")
-    oversubscribed = ranks_oversubscribe_cores(comm)
     note_segments(shared_memory_segments())     # the supervisor unlinks them should this rank die in set-up
-
-    backoff = Backoff(spin_seconds=0.0 if oversubscribed else 100e-6)
+    # no blocking collective before every rank has loaded: a rank that dies while the others wait in
+    # one leaves them in C, where no deadline or stop signal reaches them (the polled Iallgather below
+    # has the set-up deadline); set-up waits are long, so they sleep from the start
+    backoff = Backoff(spin_seconds=0.0)
     setup, error = {}, None
     try:
         setup = _central_setup(config, n_workers) if rank == 0 else _worker_setup(config, rank, n_workers)
@@ -131,6 +132,8 @@ def run_asy_os(config, comm):
     if everyone[:, 0].any():
         raise InputError(next(e for e in comm.allgather(error) if e))
     lipschitz = float(everyone[:, 1].max())
+    oversubscribed = ranks_oversubscribe_cores(comm)
+    backoff = Backoff(spin_seconds=0.0 if oversubscribed else 100e-6)
     setup["loaded_s"] = time.perf_counter() - t_start       # every rank has its data (rank 0 waited for them)
     # every rank is past MPI_Init, so every rank of the node has mapped MPICH's segment: unlinked
     # now, it is freed however the job ends (only a clean MPI_Finalize would unlink it otherwise)

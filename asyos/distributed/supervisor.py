@@ -11,6 +11,13 @@ signal 9`` to stderr *before* exiting itself; only then does hydra see a death a
 The child has ``PR_SET_PDEATHSIG = SIGKILL``, so it never outlives its supervisor (hydra's own
 clean-up kills supervisors). The supervisor imports nothing heavy and sleeps in ``wait``.
 
+A stop signal the supervisor forwards (SIGTERM from a batch queue or ``timeout``, Ctrl-C) is
+handled by the rank's Python handler (``asyos.checkpoint.StopSignals``), which tells the supervisor
+it has it (``note_stopping``) and then saves and stops at its next poll. A rank blocked inside a C
+call (an MPI collective waiting for a rank that died while the job was setting up) never runs that
+handler: if no such note arrives within ``STOP_GRACE`` seconds, the supervisor kills the rank and
+says so, so that a stop request always ends the job.
+
 Supervision is used only where it is known to work: Linux, hydra's ``PMI_FD`` present, MPI not
 yet initialised in this process (``python -m mpi4py -m asyos.run`` initialises it first and so
 runs unsupervised), and ``ASYOS_SUPERVISE`` not set to ``0``.
@@ -24,6 +31,8 @@ import sys
 CHILD_ENV = "ASYOS_SUPERVISED_STATUS_FD"
 FINISHED = b"finished"
 SEGMENT = b"segment "
+STOPPING = b"stopping"
+STOP_GRACE = 10.0       # seconds a rank has to take up a forwarded stop signal (see the module docstring)
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 
 
@@ -58,16 +67,18 @@ def supervise() -> int:
                              pass_fds=(int(os.environ["PMI_FD"]), write_end),
                              preexec_fn=lambda: _die_with_parent(me))
     os.close(write_end)
+    notes = _Notes(read_end)
     for sig in _FORWARDED:
-        signal.signal(sig, lambda s, _frame: child.send_signal(s))
-    status = _wait(child, rank)
-    with os.fdopen(read_end, "rb") as fh:
-        notes = fh.read().split(b"\n")
-    finished = FINISHED in notes
+        signal.signal(sig, notes.forward(child))
+    status = _wait(child, rank, notes)
+    notes.read_rest()
+    finished = FINISHED in notes.lines
     if status is None or status < 0 or not finished:          # the child could not clean up after itself
-        unlink_segments(n[len(SEGMENT):].decode() for n in notes if n.startswith(SEGMENT))
-    if status is None:                          # frozen, reported and killed
+        unlink_segments(n[len(SEGMENT):].decode() for n in notes.lines if n.startswith(SEGMENT))
+    if status is None:                          # frozen or deaf to a stop signal, reported and killed
         return 1
+    if notes.deaf:                              # killed for not taking up a stop: the stop's exit code
+        return 128 - status
     if status < 0:
         name = signal.Signals(-status).name
         sys.stderr.write(f"asyos: rank {rank} (pid {child.pid}) was killed by signal {-status} ({name}); "
@@ -95,38 +106,106 @@ FROZEN_AFTER = 8.0          # seconds a rank may stay stopped by SIGSTOP: past t
 
 
 
-def _wait(child, rank):
-    """The child's exit status (negative: killed by that signal), like ``Popen.wait``; ``None``
-    for a child
-    stopped by ``SIGSTOP`` for ``FROZEN_AFTER`` seconds, reported and killed (it could never
-    answer the other ranks, and nothing else ends a job whose rank is stopped between two of
-    their deadlines, e.g. while loading or after the workers were released). A stop by the
-    terminal (``SIGTSTP``, Ctrl-Z) is the user's pause and is left alone."""
-    import time
-    while True:
-        pid, status = os.waitpid(child.pid, os.WUNTRACED)
-        if not os.WIFSTOPPED(status):
-            child.returncode = os.waitstatus_to_exitcode(status)
-            return child.returncode
-        if os.WSTOPSIG(status) != signal.SIGSTOP:
-            continue
-        stopped_at = time.monotonic()
-        while time.monotonic() - stopped_at < FROZEN_AFTER:
-            time.sleep(0.1)
-            pid, status = os.waitpid(child.pid, os.WNOHANG | os.WCONTINUED)
-            if pid and not os.WIFSTOPPED(status):
+POLL_S = 0.1               # how often the supervisor looks at its child (it sleeps in between)
+
+
+class _Notes:
+    """The child's notes on the status pipe (``finished``, ``segment PATH``, ``stopping``), read
+    as they arrive, and the stop signals forwarded to the child that it has not yet taken up."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        os.set_blocking(fd, False)
+        self._buffer = b""
+        self.lines: list = []
+        self.forwarded = None            # (signal, monotonic time) of the oldest stop not taken up
+        self.deaf = False                # the child was killed for not taking one up
+
+    def forward(self, child):
+        def handler(sig, _frame):
+            import time
+            child.send_signal(sig)
+            if sig in (signal.SIGTERM, signal.SIGINT) and self.forwarded is None:
+                self.forwarded = (sig, time.monotonic())
+        return handler
+
+    def poll(self) -> None:
+        """Take what the child has written so far (never blocks)."""
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
                 break
-        else:
-            sys.stderr.write(f"asyos: rank {rank} (pid {child.pid}) was stopped (SIGSTOP) for {FROZEN_AFTER:g} s; "
-                             f"ending the job\n")
-            sys.stderr.flush()
-            child.kill()
-            os.waitpid(child.pid, 0)
-            child.returncode = -signal.SIGKILL
+            except OSError:
+                break
+            if not chunk:
+                break
+            self._take(chunk)
+
+    def read_rest(self) -> None:
+        """Everything left, up to the end of the pipe (every writer gone: the child exited)."""
+        os.set_blocking(self.fd, True)
+        with os.fdopen(self.fd, "rb") as fh:
+            self._take(fh.read())
+        if self._buffer:
+            self.lines.append(self._buffer)
+            self._buffer = b""
+
+    def _take(self, chunk: bytes) -> None:
+        *complete, self._buffer = (self._buffer + chunk).split(b"\n")
+        self.lines.extend(complete)
+        if STOPPING in complete:
+            self.forwarded = None
+
+    def deaf_for(self, now: float) -> float:
+        """Seconds since a forwarded stop signal the child has not taken up (0 if none)."""
+        return 0.0 if self.forwarded is None else now - self.forwarded[1]
+
+
+def _kill(child, rank, why) -> None:
+    sys.stderr.write(f"asyos: rank {rank} (pid {child.pid}) {why}; ending the job\n")
+    sys.stderr.flush()
+    child.kill()
+    os.waitpid(child.pid, 0)
+    child.returncode = -signal.SIGKILL
+
+
+def _wait(child, rank, notes=None):
+    """The child's exit status (negative: killed by that signal), like ``Popen.wait``; ``None``
+    for a child reported and killed because
+    * it was stopped by ``SIGSTOP`` for ``FROZEN_AFTER`` seconds (it could never answer the other
+      ranks, and nothing else ends a job whose rank is stopped between two of their deadlines,
+      e.g. while loading or after the workers were released); a stop by the terminal
+      (``SIGTSTP``, Ctrl-Z) is the user's pause and is left alone;
+    * or it did not take up a forwarded stop signal within ``STOP_GRACE`` seconds (``_Notes``).
+    The supervisor polls every ``POLL_S`` seconds and sleeps in between."""
+    import time
+    stopped_at = None
+    while True:
+        pid, status = os.waitpid(child.pid, os.WNOHANG | os.WUNTRACED | os.WCONTINUED)
+        now = time.monotonic()
+        if pid:
+            if os.WIFSTOPPED(status):
+                if os.WSTOPSIG(status) == signal.SIGSTOP and stopped_at is None:
+                    stopped_at = now
+            elif os.WIFCONTINUED(status):
+                stopped_at = None
+            else:
+                child.returncode = os.waitstatus_to_exitcode(status)
+                return child.returncode
+        if stopped_at is not None and now - stopped_at >= FROZEN_AFTER:
+            _kill(child, rank, f"was stopped (SIGSTOP) for {FROZEN_AFTER:g} s")
             return None
-        if pid and (os.WIFEXITED(status) or os.WIFSIGNALED(status)):
-            child.returncode = os.waitstatus_to_exitcode(status)
-            return child.returncode
+        if notes is not None:
+            notes.poll()
+            if notes.deaf_for(now) >= STOP_GRACE and stopped_at is None:
+                name = signal.Signals(notes.forwarded[0]).name
+                notes.deaf = True
+                _kill(child, rank, f"did not take up {name} within {STOP_GRACE:g} s (blocked in a call: "
+                                   f"an MPI call waiting for a rank that is gone, or a long read)")
+                child.returncode = -notes.forwarded[0]
+                return child.returncode
+        time.sleep(POLL_S)
 
 
 def mark_finished():
@@ -139,6 +218,18 @@ def mark_finished():
     try:
         os.write(int(fd), b"\n" + FINISHED + b"\n")
         os.close(int(fd))
+    except OSError:
+        pass
+
+
+def note_stopping(_signum=None) -> None:
+    """In a supervised child, from its stop-signal handler: the signal was taken up (the
+    supervisor then waits for the rank to save and stop, however long that takes)."""
+    fd = os.environ.get(CHILD_ENV)
+    if fd is None:
+        return
+    try:
+        os.write(int(fd), b"\n" + STOPPING + b"\n")
     except OSError:
         pass
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.shard import FeatureShard, to_units
-from ..learners.substitution.online_substitution import check_objective, local_lipschitz, make_worker
+from ..learners.substitution.workers import check_objective, local_lipschitz, make_worker
 from ..learners.refit import refit_selection
 from ..truncation import keep_top_k
 from .central import Central

@@ -12,7 +12,7 @@ from typing import Optional
 
 from ..data.sharding import SHARDING_SCHEMES, default_sharding, shard_columns, split_budget
 from ..errors import InputError
-from ..learners.base import check_positive_int
+from ..learners.checks import check_positive_int
 from .threshold import GlobalThreshold
 
 BUDGET_MODES = ("split", "global")

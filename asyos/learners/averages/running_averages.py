@@ -24,7 +24,8 @@ import scipy.sparse as sp
 from ...errors import InputError
 from .stats import EXTRACT_MATRICES, GRAM_MATRICES, RunningAverages, check_gram_memory
 from . import extractors
-from ..base import TASKS, BudgetedSelector, check_budget
+from ..base import TASKS, BudgetedSelector
+from ..checks import check_budget
 from ..params import BOOLEAN, BUDGET, Interval, Real, StrOptions, count, non_negative, positive, unit
 
 

@@ -23,7 +23,8 @@ import scipy.sparse as sp
 
 from ...data.shard import FeatureShard
 from ...truncation import keep_top_k, project_l0
-from ..base import BudgetedSelector, check_positive_float, check_positive_int
+from ..base import BudgetedSelector
+from ..checks import check_positive_float, check_positive_int
 from ..budget_search import search_l1_weight
 from ..substitution.step_size import restricted_lipschitz
 from ..params import BOOLEAN, BUDGET, SEED, Interval, Real, count, positive

@@ -69,7 +69,8 @@ from ...data.dataset import as_float_matrix
 from ...errors import DivergenceError, InputError
 from ...losses import LOSSES, get_loss
 from . import _stream_kernels as K
-from ..base import BudgetedSelector, check_budget
+from ..base import BudgetedSelector
+from ..checks import check_budget
 from ..params import BUDGET, PASSES, SEED, StrOptions, count
 
 STREAM_LOSSES = tuple(LOSSES)                # every loss of the table, the hinge of OFS included

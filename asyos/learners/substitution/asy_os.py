@@ -22,8 +22,9 @@ from ...errors import InputError
 from ...protocol.replay import DEFAULT_COSTS, DEFAULT_JITTER, Costs, Machine, SimulatedClock, replay
 from ...protocol.simulator import check_simulation_args, simulate
 from ...truncation import keep_top_k
-from ..base import check_positive_int
-from .online_substitution import OnlineSubstitution, _nothing, local_lipschitz, make_worker, quiet_float_errors
+from ..checks import check_positive_int
+from .online_substitution import OnlineSubstitution
+from .workers import _nothing, local_lipschitz, make_worker, quiet_float_errors
 from ..params import StrOptions, count, unit
 from ...protocol.plan import BUDGET_MODES
 from ...protocol.simulator import POLICIES, SCHEDULES

@@ -1,0 +1,45 @@
+"""Argument checks and small array helpers of the learners, with numpy and scipy alone: what the
+MPI worker ranks use (``asyos.distributed.driver``, ``asyos.problem``) without importing
+scikit-learn, whose import is most of a rank's start-up."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InputError
+
+
+def check_budget(budget, n_features):
+    if not isinstance(budget, numbers.Integral) or isinstance(budget, bool):
+        raise InputError(f"budget must be an integer; got {budget!r}")
+    if budget < 1:
+        raise InputError(f"budget must be at least 1; got {budget}")
+    if budget > n_features:
+        raise InputError(f"budget {budget} is larger than the number of features (n_features = {n_features})")
+
+
+def check_positive_int(value, name, minimum=1):
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
+        raise InputError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def check_positive_float(value, name, allow_none=False, minimum=0.0, inclusive=False):
+    if value is None and allow_none:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number; got {value!r}") from None
+    if not np.isfinite(v) or v < minimum or (v == minimum and not inclusive):
+        op = ">=" if inclusive else ">"
+        raise InputError(f"{name} must be a finite number {op} {minimum:g}; got {value!r}")
+    return v
+
+
+def columns_dense(X, support):
+    """Dense ``(n, len(support))`` block of the given columns."""
+    block = X[:, support]
+    return block.toarray() if sp.issparse(block) else np.asarray(block)
