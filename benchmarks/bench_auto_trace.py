@@ -18,6 +18,7 @@ from asyos.benchmarking.common import Run, choose_profile, parser, print_table, 
 PROFILES = {
     "paper": {"n_features": 20000, "mpi_features": 20000, "ranks": 5, "seeds": 3},
     "quick": {"n_features": 2000, "mpi_features": 2000, "ranks": 3, "seeds": 1},
+    "smoke": {"n_features": 500, "mpi_features": 500, "ranks": 3, "seeds": 1},
 }
 
 

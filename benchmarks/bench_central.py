@@ -35,6 +35,9 @@ PROFILES = {
     # quick: 4 workers, so that the two many-worker runs start 5 ranks instead of 13 on a 2-core machine
     "quick": {"seeds": 1, "workers": 4, "cases": [
         {"n": 1000, "p": 1200, "s": 24, "p_capacity": 600, "passes": 1}]},
+    # smoke: 2 workers (3 ranks)
+    "smoke": {"seeds": 1, "workers": 2, "cases": [
+        {"n": 300, "p": 400, "s": 8, "p_capacity": 200, "passes": 1}]},
 }
 MESSAGES = ["--transport", "messages"]      # the central rank serves pushes (shared memory bypasses it)
 

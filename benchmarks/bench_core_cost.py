@@ -29,13 +29,14 @@ from asyos.benchmarking.common import Run, choose_profile, parser, print_table, 
 from asyos.data.shard import FeatureShard
 from asyos.data.synthetic import SyntheticSource
 from asyos.protocol.central import Central
-from asyos.learners.substitution.online_substitution import SubstitutionOptions, local_lipschitz, make_worker
+from asyos.learners.substitution.workers import SubstitutionOptions, local_lipschitz, make_worker
 from asyos.protocol.loopback import run_loopback
 from asyos.losses import get_loss
 
 PROFILES = {
     "paper": {"n": 1000, "p": 4096, "s": 64, "passes": 2, "repeats": 7, "calls": 20000, "mpi_repeats": 3},
     "quick": {"n": 1000, "p": 1024, "s": 64, "passes": 1, "repeats": 3, "calls": 2000, "mpi_repeats": 1},
+    "smoke": {"n": 300, "p": 256, "s": 16, "passes": 1, "repeats": 1, "calls": 200, "mpi_repeats": 1},
 }
 
 

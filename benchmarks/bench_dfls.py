@@ -82,6 +82,11 @@ PROFILES = {
               "train_fraction": 0.7, "block_fraction": 0.2, "batch_tol": 1e-7, "bar_rel_rmse": 1e-3,
               "bar_coef": 1e-4, "efficiency_ns": [1000, 5000], "efficiency_m": 20, "efficiency_added": 5,
               "efficiency_runs": 2, "efficiency_alpha": 0.2, "wide_n": 100, "wide_ms": [150]},
+    # smoke (tests/test_benchmarks.py): one data set, one alpha, one size of each efficiency table
+    "smoke": {"datasets": ["cpu_act"], "seeds": 1, "mr_seeds": {}, "alphas": [0.2],
+              "train_fraction": 0.7, "block_fraction": 0.2, "batch_tol": 1e-7, "bar_rel_rmse": 1e-3,
+              "bar_coef": 1e-4, "efficiency_ns": [1000], "efficiency_m": 20, "efficiency_added": 5,
+              "efficiency_runs": 1, "efficiency_alpha": 0.2, "wide_n": 100, "wide_ms": [150]},
 }
 MR = {"MR#1": (100, 500, 1), "MR#2": (100, 1000, 2)}          # n, m, generator seed
 SETTINGS = [("group_lasso", "I", {}), ("group_lasso", "II", {}), ("lp", "l4", {"exponent": 4.0}),

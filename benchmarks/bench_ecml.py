@@ -100,6 +100,12 @@ PROFILES = {
               "sofs_exponents": [1, 4, 8],
               "small_budgets": [10, 50], "large_budgets": [200],
               "l1_targets": [10, 50], "l1_seeds": 2},
+    # smoke (tests/test_benchmarks.py): one seed, the fewest points of each grid
+    "smoke": {"datasets": ["dexter"], "seeds": 1, "tune_budget": 10, "tune_seed": 0,
+              "eta_exponents": [3], "lam_exponents": [1], "refine": True,
+              "sofs_exponents": [4],
+              "small_budgets": [10], "large_budgets": [200],
+              "l1_targets": [10], "l1_seeds": 1},
 }
 
 

@@ -67,6 +67,12 @@ PROFILES = {
     "quick": {"ranks": 5, "seeds": 1, "args": ["--n-features", "20000", "--quiet", "--watchdog-timeout", "5"],
               "cases": [("worker", "raise")], "transports": ["shared-memory"],
               "ctrl_c": False, "offset_s": 2.0, "timeout_s": 60.0},
+    # smoke (tests/test_benchmarks.py): the quick row on 3 ranks and a smaller problem that still runs for
+    # several seconds (40 passes over 3000 features), the fault 1 s into it
+    "smoke": {"ranks": 3, "seeds": 1, "args": ["--n-features", "3000", "--passes", "40", "--quiet",
+                                               "--watchdog-timeout", "5"],
+              "cases": [("worker", "raise")], "transports": ["shared-memory"],
+              "ctrl_c": False, "offset_s": 1.0, "timeout_s": 60.0},
 }
 
 

@@ -54,7 +54,7 @@ from asyos.protocol.central import Central
 from asyos.protocol.threshold import GlobalThreshold
 from asyos.learners.substitution.asy_os import build_workers, gather_selection
 from asyos.protocol.plan import AsyOSPlan, worker_budgets
-from asyos.learners.substitution.online_substitution import SubstitutionOptions
+from asyos.learners.substitution.workers import SubstitutionOptions
 from asyos.data.synthetic import SyntheticSource
 from asyos.losses import get_loss
 from asyos.metrics import recall

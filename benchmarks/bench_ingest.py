@@ -55,6 +55,8 @@ PROFILES = {
               "budget": 100, "seed": 0, "repeats": 1},
     "quick": {"n_samples": 20_000, "n_features": 1_000_000, "nnz_per_row": 100, "block_rows": 10_000,
               "budget": 100, "seed": 0, "repeats": 1},
+    "smoke": {"n_samples": 4_000, "n_features": 100_000, "nnz_per_row": 50, "block_rows": 2_000,
+              "budget": 20, "seed": 0, "repeats": 1},
 }
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -40,6 +40,8 @@ PROFILES = {
               "n_informative": 200, "flip": 0.05, "budget": 100, "river_l1": 1e-4, "chunk": 16, "seed": 0},
     "quick": {"n_samples": 4000, "n_features": 10000, "nnz_informative": 10, "nnz_other": 40,
               "n_informative": 200, "flip": 0.05, "budget": 100, "river_l1": 1e-4, "chunk": 16, "seed": 0},
+    "smoke": {"n_samples": 1000, "n_features": 2000, "nnz_informative": 10, "nnz_other": 40,
+              "n_informative": 50, "flip": 0.05, "budget": 20, "river_l1": 1e-4, "chunk": 16, "seed": 0},
 }
 GOALS = {"asyos arrays": ("vw", 1.0), "asyos dicts": ("river", 3.0)}
 

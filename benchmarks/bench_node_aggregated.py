@@ -31,7 +31,7 @@ from asyos.benchmarking.common import Run, choose_profile, parser, plot, print_t
 from asyos import OnlineSubstitution
 from asyos.data.synthetic import SyntheticSource
 from asyos.learners.substitution.asy_os import build_workers
-from asyos.learners.substitution.online_substitution import SubstitutionOptions
+from asyos.learners.substitution.workers import SubstitutionOptions
 from asyos.losses import get_loss
 from asyos.protocol.central import Central
 from asyos.protocol.plan import AsyOSPlan
@@ -49,6 +49,8 @@ PROFILES = {
               "projected_problem": {"n_features": 16384, "n_informative": 128, "n_samples": None}},
     "quick": {"ranks": 5, "seeds": 1, "size": [400, 12], "layouts": [[2, 2]], "max_nodes": 2,
               "projected_problem": {"n_features": 800, "n_informative": 16, "n_samples": None}},
+    "smoke": {"ranks": 3, "seeds": 1, "size": [200, 8], "layouts": [[2, 2]], "max_nodes": 2,
+              "projected_problem": {"n_features": 400, "n_informative": 8, "n_samples": None}},
 }
 
 

@@ -32,6 +32,8 @@ from asyos.progress import Progress, ProgressPoller
 PROFILES = {
     "paper": {"os_p": 20000, "n_samples": 200000, "n_features": 10000, "nnz": 50, "seeds": 3},
     "quick": {"os_p": 4000, "n_samples": 20000, "n_features": 2000, "nnz": 20, "seeds": 2},
+    # smoke (tests/test_benchmarks.py): the same steps on a fifth of the quick sizes
+    "smoke": {"os_p": 800, "n_samples": 4000, "n_features": 400, "nnz": 20, "seeds": 1},
 }
 
 

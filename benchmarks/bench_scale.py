@@ -51,6 +51,9 @@ PROFILES = {
     # quick: one p (every method on both layouts; the growth with p is the paper profile's)
     "quick": {"ps": [2_000], "n": 200, "k": 5, "density": 0.1, "ranks": [3], "peer_limit_gb": 1.0,
               "seed": 0, "timeout": 600},
+    # smoke (tests/test_benchmarks.py): the quick profile's runs on a quarter of its p
+    "smoke": {"ps": [500], "n": 100, "k": 5, "density": 0.1, "ranks": [3], "peer_limit_gb": 1.0,
+              "seed": 0, "timeout": 600},
 }
 GB = 1e9
 

@@ -42,6 +42,8 @@ TRANSPORTS = {                         # label: (CLI flags, virtual nodes under 
 PROFILES = {
     "paper": {"workers": [4, 12], "seeds": 5, "transports": list(TRANSPORTS), "size": [2000, 100]},
     "quick": {"workers": [2], "seeds": 1, "transports": ["shared-memory", "node-aggregated x3"], "size": [400, 12]},
+    # smoke (tests/test_benchmarks.py): one pair of runs; node-aggregated takes the code path of both layers
+    "smoke": {"workers": [2], "seeds": 1, "transports": ["node-aggregated x3"], "size": [200, 8]},
 }
 
 

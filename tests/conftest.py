@@ -4,13 +4,84 @@ import os
 import shutil
 import sys
 
-import numpy as np
-import pytest
+# One BLAS thread per process, set before numpy loads here and inherited by pytest-xdist's workers and
+# every process a test starts: the suite runs several processes per core, and OpenBLAS threads that
+# wait by spinning only take the cores from the others. A value set by the user stays.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # no run.png from the runs of tests that are not about it (1-4 s each: asyos.report.pictures_wanted);
 # tests/test_report.py, tests/test_readme.py and the MPI launch test of the parallel fields turn it on
 os.environ.setdefault("ASYOS_PICTURE", "0")
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):          # not in pytest-xdist's workers: the controller did it
+        compile_kernels()
+
+
+def compile_kernels():
+    """Compile numba's kernels (the OS step, the sample-stream loops) once, before any test starts
+    a process. From a clean clone every process that needs one compiles it until one of them has
+    written numba's cache: the OS step takes 9 s, the sample-stream loops 27 s (measured here), and a
+    13-rank job compiled the OS step 13 times at once."""
+    if os.environ.get("ASYOS_KERNELS") == "numpy":
+        return
+    import warnings
+    from asyos.learners.substitution.kernels import warm_up
+    from asyos.learners.stream.stream_learners import warm_up as warm_up_stream
+    warm_up("numba")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")              # the learners fit two rows: their quality warnings
+        warm_up_stream()
+
+
+# Seconds a test of these files takes, about (measured with --durations on this project's 2-core
+# machine, the suite on both cores): the tests that start processes (README's commands, benchmark
+# scripts, mpiexec jobs) and the few long in-process ones, by node id. Any other test counts LIGHT.
+COST = {"tests/test_readme.py::test_every_readme_command_runs_as_written": 220.0,
+        "tests/launch/test_resume_mpi.py": 25.0, "tests/launch/test_mpi_suite.py": 33.0, "tests/launch/test_progress_mpi.py": 23.0,
+        "tests/launch/": 8.0, "tests/test_benchmarks.py": 10.0, "tests/test_resume_learners.py": 6.0,
+        "tests/test_resume.py": 4.0, "tests/test_row_streams.py": 1.0, "tests/test_report.py": 1.0}
+LIGHT = 0.1
+
+
+def _cost(item) -> float:
+    return next((cost for prefix, cost in COST.items() if item.nodeid.startswith(prefix)), LIGHT)
+
+
+@pytest.hookimpl(trylast=True)          # after -m and -k have deselected
+def pytest_collection_modifyitems(config, items):
+    """Order the tests for pytest-xdist's ``worksteal``, which gives each of its n workers one
+    contiguous n-th of the list and lets a worker that runs out take the back half of another's
+    queue: each n-th starts with its share of the costly tests (the costliest first, each to the
+    n-th with the least cost so far) and ends with light ones, which are what gets moved. Handed out
+    in collection order instead, the costly tests of the launch and benchmark files all fell to one
+    worker, which ran 200 s after the other had stopped; without xdist the order is kept."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers < 2 or len(items) < 2 * workers:
+        return
+    heavy = sorted((item for item in items if _cost(item) > LIGHT), key=_cost, reverse=True)
+    light = [item for item in items if _cost(item) <= LIGHT]
+    sizes, left = [], len(items)
+    for k in range(workers):                        # worksteal's split: len(pending) // nodes_remaining
+        sizes.append(left // (workers - k))
+        left -= sizes[-1]
+    parts, load = [[] for _ in range(workers)], [0.0] * workers
+    for item in heavy:
+        open_parts = [k for k in range(workers) if len(parts[k]) < sizes[k]]
+        k = min(open_parts, key=lambda k: load[k] + LIGHT * (sizes[k] - len(parts[k])))
+        parts[k].append(item)
+        load[k] += _cost(item)
+    for k in range(workers):
+        need = sizes[k] - len(parts[k])
+        parts[k].extend(light[:need])
+        del light[:need]
+    items[:] = [item for part in parts for item in part]
 
 
 def pytest_ignore_collect(collection_path, config):

@@ -1,4 +1,5 @@
-"""``python -m asyos.run`` in one process: the default, the results file, and bad input."""
+"""``python -m asyos.run`` in one process: the default, the results file, and bad input. The
+commands run inside the test process (``tests/inprocess.py``), the default run as a real one."""
 import json
 import os
 import subprocess
@@ -7,19 +8,28 @@ import sys
 import numpy as np
 import pytest
 
+from tests.inprocess import run_asyos
+
 SMALL = ["--n-features", "300", "--n-informative", "10", "--passes", "2"]
 
 
-def run(*args, timeout=120, cwd=None):
+def run(*args, timeout=None, cwd=None):
+    """``python -m asyos.run *args`` outside MPI (``timeout``: pytest-timeout's guard applies)."""
+    env = dict(os.environ)
+    env.pop("PMI_SIZE", None)
+    return run_asyos(*args, cwd=cwd, env=env)
+
+
+def run_process(*args, timeout=120):
     env = dict(os.environ)
     env.pop("PMI_SIZE", None)
     proc = subprocess.run([sys.executable, "-m", "asyos.run", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=cwd)
+                          timeout=timeout, env=env)
     return proc.returncode, proc.stdout, proc.stderr
 
 
 def test_default_run_prints_a_summary():
-    rc, out, err = run()
+    rc, out, err = run_process()
     assert rc == 0, err
     assert "os (sequential)" in out and "n=1316, p=2000, s=100" in out
     recall = float(out.split("recall ")[1].split(";")[0])

@@ -21,6 +21,7 @@ from asyos.data.shard import FeatureShard
 from asyos.data.sharding import shard_columns
 from asyos.errors import InputError
 from tests.conftest import REPO
+from tests.inprocess import run_asyos
 
 
 def _dense(rng, n=40, p=23, dtype=np.float64):
@@ -255,9 +256,8 @@ def test_cli_runs_os_out_of_core_and_asy_os_reads_its_shard(tmp_path):
     d = make_regression(n_samples=200, n_features=3000, n_informative=5, seed=4)
     path = write_dense_dir(tmp_path / "d", d.X.astype(np.float32), d.y)
     out = tmp_path / "seq"
-    run = subprocess.run([sys.executable, "-m", "asyos.run", "--data", path, "--budget", "5", "--output", str(out)],
-                         capture_output=True, text=True, timeout=120, cwd=REPO)
-    assert run.returncode == 0, run.stderr
+    status, _, stderr = run_asyos("--data", path, "--budget", "5", "--output", out, cwd=REPO)
+    assert status == 0, stderr
     record = json.loads((out / "results.json").read_text())
     assert sorted(record["selected"]) == sorted(np.flatnonzero(d.true_coef).tolist())
     from tests.launch.mpirun import run_mpiexec
@@ -290,9 +290,8 @@ def test_the_label_column_of_a_parquet_file_is_named_by_a_flag(tmp_path):
     table = pa.table({**{f"c{j}": d.X[:, j] for j in range(40)}, "target": d.y})
     pq.write_table(table, tmp_path / "t.parquet")
     def run(*extra):
-        return subprocess.run([sys.executable, "-m", "asyos.run", "--data", str(tmp_path / "t.parquet"),
-                               "--budget", "3", "--output", str(tmp_path / "o"), *extra],
-                              capture_output=True, text=True, timeout=120, cwd=REPO)
+        args = ["--data", str(tmp_path / "t.parquet"), "--budget", "3", "--output", str(tmp_path / "o"), *extra]
+        return subprocess.CompletedProcess(args, *run_asyos(*args, cwd=REPO))
 
     done = run("--label-column", "target")
     assert done.returncode == 0, done.stderr

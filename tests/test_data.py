@@ -9,6 +9,7 @@ from asyos.data.shard import FeatureShard
 from asyos.data.sharding import shard_columns, split_budget
 from asyos.data.synthetic import SyntheticSource, default_n_samples, make_classification, make_regression
 from asyos.errors import InputError
+from tests.inprocess import run_asyos
 
 
 # ------------------------------------------------------------------------------ synthetic
@@ -270,9 +271,6 @@ def test_a_scaled_shard_centres_and_scales_every_column(rng):
 def test_a_malformed_sparse_matrix_is_refused_before_any_compiled_code(tmp_path):
     """An index beyond the shape or decreasing pointers: InputError from the API and exit 2 from the
     CLI (a column index beyond the shape crashed the OS step with a segmentation fault)."""
-    import subprocess
-    import sys
-
     import scipy.sparse as sp
 
     from asyos import BudgetedARDA, OnlineSubstitution
@@ -289,10 +287,9 @@ def test_a_malformed_sparse_matrix_is_refused_before_any_compiled_code(tmp_path)
     np.savez(tmp_path / "X.npz", data=G.data, indices=G.indices, indptr=G.indptr, shape=np.array(G.shape),
              format=np.array(b"csr"))
     np.save(tmp_path / "y.npy", np.arange(50.0))
-    run = subprocess.run([sys.executable, "-m", "asyos.run", "--data", str(tmp_path), "--budget", "2"],
-                         capture_output=True, text=True, timeout=120, cwd=REPO)
-    assert run.returncode == 2 and run.stderr.strip().count("\n") == 0
-    assert "is not a valid CSR matrix: indices must be < 20" in run.stderr
+    status, _, stderr = run_asyos("--data", tmp_path, "--budget", "2", cwd=REPO)
+    assert status == 2 and stderr.strip().count("\n") == 0
+    assert "is not a valid CSR matrix: indices must be < 20" in stderr
 
 
 def test_complex_values_in_an_npz_are_refused(tmp_path):

@@ -215,7 +215,10 @@ def test_lbfgs_lp_matches_independent_solver(p):
     ref_grad = Xs.T @ (Xs @ ref - yc) / N + alpha * p * np.abs(ref) ** (p - 1) * np.sign(ref)
     assert np.max(np.abs(ref_grad)) < 1e-9
     assert res.kkt_residual == pytest.approx(np.max(np.abs(grad)), abs=1e-12)
-    assert res.converged
+    # whether L-BFGS-B calls a stop at that floor a success depends on the BLAS kernel (it did with
+    # OpenBLAS's Haswell kernels, not with Sandybridge's): the flag is checked at a reachable tolerance
+    reachable = lbfgs_lp(Xs, yc, alpha, LpNorm(p, 20), tol=1e-7)
+    assert reachable.converged and reachable.kkt_residual <= 1e-7 * max(1.0, np.max(np.abs(Xs.T @ yc)) / N)
     assert not lbfgs_lp(Xs, yc, alpha, LpNorm(p, 20), tol=1e-9, max_iter=2).converged
 
 

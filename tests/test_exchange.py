@@ -1,7 +1,6 @@
 """The exchange variant of Online Substitution (the default) against independent computations:
 a literal reference of its step, brute-force marginal gains, pre-scaled data, shuffled columns,
 and Asy-OS's finish over the workers' candidates."""
-import warnings
 
 import numpy as np
 import pytest
@@ -9,8 +8,7 @@ import scipy.sparse as sp
 
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution, make_classification, make_regression
 from asyos.protocol.worker import MAX_AUTO_PASSES, MIN_AUTO_PASSES
-from asyos.errors import DivergenceError
-from asyos.learners.substitution.online_substitution import SubstitutionOptions, entry_scale, local_lipschitz
+from asyos.learners.substitution.workers import SubstitutionOptions, entry_scale, local_lipschitz
 from asyos.learners.substitution.screening import marginal_gains, screening_order
 from asyos.learners.substitution.step_size import restricted_lipschitz
 from asyos.losses import get_loss
@@ -260,19 +258,66 @@ def words_that_occur_in_one_document(seed):
     return X[:, rng.permutation(common + single)], y
 
 
-def test_the_guard_keeps_workers_that_fit_the_same_documents_from_diverging(monkeypatch):
+def test_the_guard_halves_the_share_when_the_loss_at_a_read_doubles_and_never_grows_it_back():
+    """``Worker._guard``'s rule, step by step: the loss at a read above ``GUARD_GROWTH`` times the
+    lowest since the last halving halves the share (of the entry weight and of the retained step),
+    down to ``MIN_SHARE`` of where it started; a lower loss only lowers the reference."""
+    from asyos.protocol.worker import GUARD_GROWTH, MIN_SHARE
+    from asyos.data.shard import FeatureShard
+    from asyos.learners.substitution.workers import make_worker
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((40, 8)), rng.standard_normal(40)
+    loss = get_loss("squared")
+    worker = make_worker(FeatureShard(X, np.arange(8)), y, loss, 3, 1.0, SubstitutionOptions(), n_workers=4,
+                         total_budget=3)
+    state, share0 = worker.state, worker.state.entry_scale
+    assert worker._guarded and 0 < share0 <= 1
+    retained_per_share = state._retained_scale / share0
+
+    def read(value):                       # a read of u_C at which the loss is ``value``
+        worker._guard(y + np.sqrt(2.0 * value))
+        assert loss.value(y, y + np.sqrt(2.0 * value)) == pytest.approx(value)
+
+    read(1.0)
+    read(0.99 * GUARD_GROWTH)              # below twice the lowest: unchanged
+    assert state.entry_scale == share0 and worker.share_halvings == 0
+    read(0.5)                              # the lowest is now 0.5 ...
+    read(1.01 * GUARD_GROWTH * 0.5)        # ... so just over twice it halves the share
+    assert state.entry_scale == pytest.approx(share0 / 2) and worker.share_halvings == 1
+    assert state._retained_scale == pytest.approx(retained_per_share * share0 / 2)
+    read(1.5 * GUARD_GROWTH * 0.5)         # measured from the loss at the halving, not from 0.5
+    assert worker.share_halvings == 1
+    read(1e-3)                             # the loss falls back: the share stays where it is
+    assert state.entry_scale == pytest.approx(share0 / 2)
+    value = 1e-3
+    for _ in range(20):                    # doubling again and again: down to the floor, no further
+        value *= 10.0
+        read(value)
+    assert state.entry_scale == pytest.approx(MIN_SHARE * share0)
+    assert worker.share_halvings == int(round(np.log2(1.0 / MIN_SHARE)))
+    assert state._retained_scale == pytest.approx(retained_per_share * MIN_SHARE * share0)
+
+
+def test_the_guard_watches_only_exchange_workers_that_have_company():
+    from asyos.data.shard import FeatureShard
+    from asyos.learners.substitution.workers import make_worker
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((40, 8)), rng.standard_normal(40)
+    shard = FeatureShard(X, np.arange(8))
+    alone = make_worker(shard, y, get_loss("squared"), 3, 1.0, SubstitutionOptions(), n_workers=1)
+    kdd16 = make_worker(shard, y, get_loss("squared"), 3, 1.0, SubstitutionOptions(variant="kdd16"), n_workers=4)
+    assert not alone._guarded and not kdd16._guarded
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_workers_that_fit_the_same_documents_keep_the_loss_finite_and_below_the_empty_model(seed):
     """Twelve workers fitting the hard documents with words found in them alone overshoot together
-    where the columns' overall correlation says nothing (dexter); halving the share when the loss at
-    a read doubles keeps the run finite."""
-    import asyos.protocol.worker as roles
-    X, y = words_that_occur_in_one_document(0)
-    empty = get_loss("squared_hinge").value(y, np.full(y.size, get_loss("squared_hinge").best_intercept(y)))
+    where the columns' overall correlation says nothing (dexter: the loss swung between 0.07 and
+    0.8, then diverged, before the guard). Whether the unguarded run overflows depends on the
+    floating-point path (BLAS kernel, CPU), so the rule itself is checked above; here, that the
+    guarded run ends finite and well below the empty model on two seeds."""
+    X, y = words_that_occur_in_one_document(seed)
+    hinge = get_loss("squared_hinge")
+    empty = hinge.value(y, np.full(y.size, hinge.best_intercept(y)))
     model = AsyncOnlineSubstitution(budget=10, n_workers=12, refit=False).fit(X, y)
-    assert model.objective_candidates_ < empty
-    monkeypatch.setattr(roles, "GUARD_GROWTH", np.inf)                   # without it
-    for seed in (0, 3):
-        X, y = words_that_occur_in_one_document(seed)
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with pytest.raises(DivergenceError):
-                AsyncOnlineSubstitution(budget=10, n_workers=12, refit=False).fit(X, y)
+    assert np.isfinite(model.objective_candidates_) and model.objective_candidates_ < 0.5 * empty

@@ -15,8 +15,6 @@ import math
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import typing
 import zipfile
@@ -30,6 +28,7 @@ from hypothesis import strategies as st
 
 from asyos.errors import InputError
 from tests.conftest import REPO
+from tests.inprocess import run_asyos
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")     # the learners' warnings on degenerate data
 
@@ -652,13 +651,13 @@ def cli_cases(tmp):
 
 
 def test_malformed_inputs_end_the_cli_with_exit_2_and_one_line():
-    """In a subprocess (a crash would be a negative status), with a timeout (a hang fails)."""
+    """Inside the test process (``tests/inprocess.py``): a crash ends the test run (pytest-xdist names
+    the test whose worker died), a hang meets pytest-timeout's guard."""
     with scratch() as tmp:
         for argv in cli_cases(tmp):
-            run = subprocess.run([sys.executable, "-m", "asyos.run", *argv, "--budget", "2", "--output",
-                                  os.path.join(tmp, "out")], capture_output=True, text=True, timeout=120, cwd=REPO)
-            assert run.returncode == 2, (argv, run.returncode, run.stderr[-2000:])
-            assert run.stderr.strip().count("\n") == 0 and run.stderr.startswith("asyos: error: "), run.stderr
+            status, _, stderr = run_asyos(*argv, "--budget", "2", "--output", os.path.join(tmp, "out"), cwd=REPO)
+            assert status == 2, (argv, status, stderr[-2000:])
+            assert stderr.strip().count("\n") == 0 and stderr.startswith("asyos: error: "), stderr
 
 
 @pytest.mark.parametrize("algorithm", ["os", "b-arda"])

@@ -12,7 +12,7 @@ from asyos.protocol.simulator import simulate
 from asyos.errors import InputError
 from asyos.learners.substitution.asy_os import build_workers
 from asyos.protocol.plan import AsyOSPlan, default_cap, worker_budgets
-from asyos.learners.substitution.online_substitution import SubstitutionOptions
+from asyos.learners.substitution.workers import SubstitutionOptions
 from asyos.learners.substitution.substitution import REJECT, SubstitutionState
 from asyos.losses import get_loss
 

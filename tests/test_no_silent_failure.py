@@ -7,8 +7,6 @@ here with numpy), the explicit step that the adapted one equals, and ``8 p^2`` b
 """
 import json
 import os
-import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -26,8 +24,8 @@ from asyos.learners.stream.l1 import OPG, RDA
 from asyos.learners.stream.sfsa import TSGD
 from asyos.learners.substitution.online_substitution import OnlineSubstitution
 from asyos.registry import all_algorithms
+from tests.inprocess import run_asyos
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def selection_notes(caught):
@@ -134,13 +132,11 @@ def test_selection_warnings_reach_the_cli_record(tmp_path):
     data = tmp_path / "one.npz"
     np.savez(data, X=X, y=y)
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "asyos.run", "--algorithm", "b-arda", "--data", str(data),
-                           "--budget", "3", "--output", str(out)], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": ROOT}, timeout=300)
-    assert proc.returncode == 0, proc.stderr
+    status, _, stderr = run_asyos("--algorithm", "b-arda", "--data", data, "--budget", "3", "--output", out)
+    assert status == 0, stderr
     record = json.loads((out / "results.json").read_text())
     assert any("of its budget of 3 features" in w for w in record["warnings"]), record["warnings"]
-    assert "asyos: warning: b-arda selected" in proc.stderr
+    assert "asyos: warning: b-arda selected" in stderr
 
 
 def test_selection_warning_is_a_convergence_warning():
@@ -231,12 +227,10 @@ def test_the_cli_refuses_before_reading_rows(tmp_path):
     """p = 10^6 from one libsvm line: 7.3 TiB of matrices; exit 2 with the sizes, at once."""
     data = tmp_path / "wide.svm"
     data.write_text("1 1:1.0 1000000:2.0\n-1 2:1.0\n")
-    proc = subprocess.run([sys.executable, "-m", "asyos.run", "--algorithm", "ofsa", "--data", str(data),
-                           "--budget", "2"], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT},
-                          timeout=300)
-    assert proc.returncode == 2, proc.stderr
-    assert "p = 1000000 features need" in proc.stderr and "GiB" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    status, _, stderr = run_asyos("--algorithm", "ofsa", "--data", data, "--budget", "2")
+    assert status == 2, stderr
+    assert "p = 1000000 features need" in stderr and "GiB" in stderr
+    assert "Traceback" not in stderr
 
 
 def test_fit_stats_checks_the_extraction_memory(monkeypatch):

@@ -10,7 +10,7 @@ from asyos import OnlineSubstitution, make_classification, make_regression
 from asyos.data.shard import FeatureShard
 from asyos.protocol.central import Central
 from asyos.errors import InputError
-from asyos.learners.substitution.online_substitution import SubstitutionOptions, local_lipschitz, make_worker
+from asyos.learners.substitution.workers import SubstitutionOptions, local_lipschitz, make_worker
 from asyos.protocol.loopback import run_loopback
 from asyos.losses import get_loss
 from asyos.metrics import recall

@@ -7,7 +7,7 @@ from asyos.protocol.replay import Costs, SimulatedClock, replay, sequential_time
 from asyos.protocol.central import Central
 from asyos.learners.substitution.asy_os import build_workers
 from asyos.protocol.plan import AsyOSPlan
-from asyos.learners.substitution.online_substitution import SubstitutionOptions
+from asyos.learners.substitution.workers import SubstitutionOptions
 from asyos.losses import get_loss
 from asyos.trace import ObjectiveTrace, first_reaching
 

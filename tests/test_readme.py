@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import REPO, find_datasets, find_mpiexec
 
+
 README = os.path.join(REPO, "README.md")
 TIMEOUT_S = 300
 
@@ -143,34 +144,40 @@ def _run_all(runs, datasets):
     return done
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("readme") / "runs")
-
-
-@pytest.fixture(scope="module")
-def outcomes(runs):
-    return _run_all(runs, find_datasets())
-
-
 # what the main job prints (README: "It prints the selected features, recall ..., staleness")
 EXPECTED_OUTPUT = {"mpiexec -n 13 python -m asyos.run": ["12 workers", "n=1316, p=2000, s=100", "recall ",
                                                           "staleness (versions of u_C"]}
 
 
-@pytest.mark.parametrize("line,command", COMMANDS, ids=[f"line{n}" for n, _ in COMMANDS])
-def test_readme_command(line, command, runs, outcomes):
-    if find_datasets() is None and "../shared/datasets" in command:
-        pytest.skip("the shared data sets are not on this machine (../shared/datasets or ASYOS_DATASETS)")
-    status, out, err = outcomes[line]
+def _problems(line, command, outcome, runs, datasets):
+    """What is wrong with one command's outcome (``[]``: nothing)."""
+    status, out, err = outcome
     expected = _expected_status(command)
-    assert status == expected, f"README line {line}: {command}\nexit {status}\n{out}\n{err}"
-    for text in EXPECTED_OUTPUT.get(command, ()):
-        assert text in out, f"README line {line}: {command}: {text!r} not in\n{out}"
-    words = _argv(command, runs, find_datasets() or "")
+    if status != expected:
+        return [f"README line {line}: {command}\nexit {status}, expected {expected}\n{out}\n{err}"]
+    problems = [f"README line {line}: {command}: {text!r} not in\n{out}"
+                for text in EXPECTED_OUTPUT.get(command, ()) if text not in out]
+    words = _argv(command, runs, datasets or "")
     output = _output_dir(words)
     if output and expected == 0 and "asyos.run" in command:
         record = json.load(open(os.path.join(output, "results.json")))
-        assert record.get("status", "finished") != "interrupted"
-    if output and "predict" in words:
-        assert os.path.getsize(os.path.join(output, "predictions.csv")) > 0
+        if record.get("status", "finished") == "interrupted":
+            problems.append(f"README line {line}: {command}: the run says it was interrupted")
+    if output and "predict" in words and not os.path.getsize(os.path.join(output, "predictions.csv")) > 0:
+        problems.append(f"README line {line}: {command}: no predictions.csv")
+    return problems
+
+
+@pytest.mark.timeout(900)
+def test_every_readme_command_runs_as_written(tmp_path):
+    """One test for all of them: they run together (``_run_all``, two at a time, in dependency order),
+    so that pytest-xdist hands them to one worker as a whole; every failing command is reported."""
+    runs, datasets = str(tmp_path / "runs"), find_datasets()
+    outcomes = _run_all(runs, datasets)
+    problems = [p for line, command in COMMANDS if line in outcomes
+                for p in _problems(line, command, outcomes[line], runs, datasets)]
+    assert not problems, f"{len(problems)} of {len(outcomes)} README commands failed:\n\n" + "\n\n".join(problems)
+    not_run = [command for line, command in COMMANDS if line not in outcomes]
+    if not_run:
+        pytest.skip(f"{len(not_run)} README commands need the shared data sets, not on this machine "
+                    f"(../shared/datasets or ASYOS_DATASETS): {not_run}")

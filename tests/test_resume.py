@@ -12,6 +12,8 @@ import time
 import numpy as np
 import pytest
 
+from tests.inprocess import run_asyos
+
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution, make_classification, make_regression
 from asyos.checkpoint import FORMAT, Checkpointer, RunInterrupted, check_header, read_header
 from asyos.errors import InputError
@@ -173,9 +175,11 @@ def test_a_state_of_another_learner_is_refused(tmp_path):
 
 
 # -- the CLI ------------------------------------------------------------------------------------
-def cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "asyos.run", *args], capture_output=True, text=True,
-                          timeout=timeout)
+def cli(*args):
+    """``python -m asyos.run *args`` inside this process (``tests/inprocess.py``); the runs that
+    receive a signal are real processes (``stop_when_saved``)."""
+    status, out, err = run_asyos(*args)
+    return subprocess.CompletedProcess(["python", "-m", "asyos.run", *args], status, out, err)
 
 
 def stop_when_saved(args, directory, sig=signal.SIGTERM, timeout=60):

@@ -16,6 +16,7 @@ from asyos.checkpoint import Checkpointer, RunInterrupted
 from asyos.distributed.stream_simulator import AsyncSampleStream
 from asyos.learners.stream import ALGORITHMS
 from asyos.learners.stream import resumable
+from tests.inprocess import run_asyos
 
 CLASSIFICATION = make_classification(n_samples=90, n_features=200, n_informative=6, seed=2)
 REGRESSION = make_regression(n_samples=90, n_features=200, n_informative=6, seed=1)
@@ -244,9 +245,11 @@ def same_dfls(a, b):
 
 
 # -- the CLI --------------------------------------------------------------------------------------
-def cli(*args, timeout=180):
-    return subprocess.run([sys.executable, "-m", "asyos.run", *args], capture_output=True, text=True,
-                          timeout=timeout)
+def cli(*args):
+    """``python -m asyos.run *args`` inside this process (``tests/inprocess.py``); the runs that
+    receive a signal are real processes (``stopped_then_resumed``)."""
+    status, out, err = run_asyos(*args)
+    return subprocess.CompletedProcess(["python", "-m", "asyos.run", *args], status, out, err)
 
 
 def stopped_then_resumed(args, tmp_path, stop_after=None):

@@ -14,6 +14,7 @@ from sklearn.datasets import load_svmlight_file
 import asyos.data.libsvm as libsvm
 from asyos.data.io import open_source
 from asyos.errors import InputError
+from tests.inprocess import run_asyos
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = {**os.environ, "PYTHONPATH": REPO, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
@@ -205,9 +206,16 @@ def test_errors_name_the_line(tmp_path, monkeypatch, content, message, block):
 
 
 def run_cli(args, tmp_path, stdin=None, name="out"):
+    """``python -m asyos.run``: a real process when it reads ``stdin``, else inside this one
+    (``tests/inprocess.py``; stderr as bytes either way)."""
     out = tmp_path / name
-    proc = subprocess.run([sys.executable, "-m", "asyos.run", *args, "--output", str(out), "--quiet"],
-                          input=stdin, capture_output=True, timeout=300, cwd=REPO, env=ENV)
+    args = [*args, "--output", str(out), "--quiet"]
+    if stdin is not None:
+        proc = subprocess.run([sys.executable, "-m", "asyos.run", *args], input=stdin, capture_output=True,
+                              timeout=300, cwd=REPO, env=ENV)
+    else:
+        status, stdout, stderr = run_asyos(*args, cwd=REPO, env=ENV)
+        proc = subprocess.CompletedProcess(args, status, stdout.encode(), stderr.encode())
     record = json.loads((out / "results.json").read_text()) if proc.returncode == 0 else None
     return proc, record
 

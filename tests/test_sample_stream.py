@@ -20,6 +20,7 @@ from asyos.learners.stream.stream_learners import all_stream_learners
 from asyos.learners.stream.sfsa import SFSA, TSGD
 from asyos.truncation import annealing_schedule
 from tests.conftest import REPO
+from tests.inprocess import run_asyos
 
 PASSES = 3
 SEED = 1
@@ -498,10 +499,12 @@ def test_stale_updates_use_the_old_model(data):
 
 # -- the command line ---------------------------------------------------------------------------
 def run_cli(args, tmp_path):
+    """``python -m asyos.run`` inside this process (``tests/inprocess.py``)."""
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "asyos.run", *args, "--output", str(out), "--overwrite"],
-                          capture_output=True, text=True, timeout=300, cwd=REPO)     # tests rerun into out
-    return proc, (json.loads((out / "results.json").read_text()) if proc.returncode == 0 else None)
+    args = [*args, "--output", str(out), "--overwrite"]                              # tests rerun into out
+    status, stdout, stderr = run_asyos(*args, cwd=REPO)
+    proc = subprocess.CompletedProcess(["python", "-m", "asyos.run", *args], status, stdout, stderr)
+    return proc, (json.loads((out / "results.json").read_text()) if status == 0 else None)
 
 
 def test_cli_runs_a_learner_simulated_and_tuned(tmp_path):

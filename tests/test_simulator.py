@@ -10,7 +10,7 @@ from asyos.protocol.simulator import simulate
 from asyos.errors import InputError
 from asyos.learners.substitution.asy_os import build_workers
 from asyos.protocol.plan import AsyOSPlan
-from asyos.learners.substitution.online_substitution import SubstitutionOptions, make_worker
+from asyos.learners.substitution.workers import SubstitutionOptions, make_worker
 from asyos.losses import get_loss
 
 

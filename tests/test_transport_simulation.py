@@ -6,7 +6,7 @@ import pytest
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution, make_regression
 from asyos.errors import InputError
 from asyos.learners.substitution.asy_os import build_workers
-from asyos.learners.substitution.online_substitution import SubstitutionOptions
+from asyos.learners.substitution.workers import SubstitutionOptions
 from asyos.losses import get_loss
 from asyos.protocol.central import Central
 from asyos.protocol.plan import AsyOSPlan

@@ -30,7 +30,7 @@ def run(nprocs, out, *args):
     return json.loads((out / "results.json").read_text()), RunningAverages.load(out / "running_averages.npz"), stdout
 
 
-@pytest.mark.parametrize("algorithm", ["ofsa", "omcp"])
+@pytest.mark.parametrize("algorithm", ["ofsa", pytest.param("omcp", marks=pytest.mark.matrix)])  # one reduction
 def test_ranks_give_the_statistics_and_features_of_one_process(tmp_path, data_file, algorithm):
     path, truth = data_file
     args = ["--algorithm", algorithm, "--data", path, "--budget", "8", "--chunk-rows", "100"]

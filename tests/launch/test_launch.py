@@ -61,32 +61,47 @@ def test_local_launcher_script(tmp_path):
     assert "2 workers" in out
 
 
-@pytest.mark.parametrize("transport", ["shared-memory", "messages", "node-aggregated"])
-@pytest.mark.parametrize("mode, code, message", [
+FAILURES = [
     ("raise", 3, "worker rank 2 failed: RuntimeError: injected failure"),
     ("exit", 3, "worker rank 2 failed: SystemExit: 3"),
     ("kill", None, "rank 2 (pid"),
     ("os-exit0", None, "rank 2 (pid"),
     ("hang", 17, "worker rank(s) [2] sent nothing for more than 5 s"),
-])
+]
+TRANSPORTS = ["shared-memory", "messages", "node-aggregated"]
+# by default: a silent worker on every transport (each watches its workers its own way), the other
+# failures each on one transport (the worker's own report, or its supervisor's, takes the same path on
+# all three); the rest of the matrix with -m matrix
+REPRESENTATIVE = {("hang", t) for t in TRANSPORTS} | {("raise", "shared-memory"), ("exit", "messages"),
+                                                      ("kill", "node-aggregated"), ("os-exit0", "shared-memory")}
+
+
+@pytest.mark.parametrize("mode, code, message, transport", [
+    pytest.param(mode, code, message, transport,
+                 marks=() if (mode, transport) in REPRESENTATIVE else pytest.mark.matrix)
+    for mode, code, message in FAILURES for transport in TRANSPORTS])
 def test_a_failing_worker_ends_the_job_with_its_rank_named(mode, code, message, transport):
     nodes = 2 if transport == "node-aggregated" else 1     # rank 2 then shares a node with rank 0
-    rc, out, err, seconds = run_mpiexec(4, [sys.executable, FAULTY, mode, "2", "40", "--passes", "50",
-                                            "--transport", transport], timeout=60, env_extra=virtual_nodes(nodes))
+    # the job must end by itself (run_mpiexec fails the test after its 60 s hang guard); how soon after the
+    # fault is benchmarks/bench_faults.py's measurement (a busy machine stretches it)
+    rc, out, err, _ = run_mpiexec(4, [sys.executable, FAULTY, mode, "2", "40", "--passes", "50",
+                                      "--transport", transport], timeout=60, env_extra=virtual_nodes(nodes))
     assert rc != 0
     if code is not None:
         assert rc == code
     assert message in err, err
-    assert seconds < 10 + 5          # 10 s from the failure, plus start-up on a loaded machine
 
 
+# by default one error found while parsing, one when the run starts and one after every rank has
+# loaded its shard; the others (found at the same points) with -m matrix
 @pytest.mark.parametrize("args, message", [
     (["--budget", "0"], "--budget must be at least 1"),
-    (["--n-features", "2", "--n-informative", "2"], "3 workers but n_features = 2"),
-    (["--budget", "2", "--n-features", "50", "--n-informative", "2", "--budget-mode", "split"],
-     "budget 2 is smaller than the number of workers (3)"),
+    pytest.param(["--n-features", "2", "--n-informative", "2"], "3 workers but n_features = 2",
+                 marks=pytest.mark.matrix),
+    pytest.param(["--budget", "2", "--n-features", "50", "--n-informative", "2", "--budget-mode", "split"],
+                 "budget 2 is smaller than the number of workers (3)", marks=pytest.mark.matrix),
     (["--algorithm", "lasso"], "does not run under mpiexec"),
-    (["--simulate"], "--simulate runs in one process"),
+    pytest.param(["--simulate"], "--simulate runs in one process", marks=pytest.mark.matrix),
     (["--synthetic", "classification", "--n-features", "1000", "--step-size", "9", "--variant", "kdd16"],
      "is too large for these data"),
 ])
@@ -110,10 +125,12 @@ def test_an_error_in_one_shard_is_agreed_on_by_every_rank(tmp_path):
     assert len(lines) == 1 and "NaN" in lines[0], err
 
 
-@pytest.mark.parametrize("extra,transport", [([], "shared-memory"), (["--transport", "messages"], "messages"),
-                                             (["--push-mode", "each-step"], "messages"),
-                                             (["--push-mode", "each-step", "--max-staleness", "1"], "messages"),
-                                             ([], "node-aggregated")])
+@pytest.mark.parametrize("extra,transport", [
+    ([], "shared-memory"),
+    pytest.param(["--transport", "messages"], "messages", marks=pytest.mark.matrix),
+    pytest.param(["--push-mode", "each-step"], "messages", marks=pytest.mark.matrix),
+    (["--push-mode", "each-step", "--max-staleness", "1"], "messages"),   # messages, refusals included
+    ([], "node-aggregated")])
 def test_global_budget_under_mpi_keeps_at_most_s(tmp_path, extra, transport):
     """The true features crowd the first of four shards (contiguous sharding, data file reordered):
     the split budget can keep at most 3 of them there, the global budget more; never more than s.
@@ -125,7 +142,9 @@ def test_global_budget_under_mpi_keeps_at_most_s(tmp_path, extra, transport):
     path = tmp_path / "crowded.npz"
     np.savez(path, X=d.X[:, order], y=d.y)
     counts = {}
-    for mode in ("split", "global"):
+    # the split budget's cap is the same on every transport (3 of s = 12 per worker's shard): its run is
+    # made once, with the first case, and the others check the global budget alone
+    for mode in ("split", "global") if transport == "shared-memory" and not extra else ("global",):
         out_dir = tmp_path / mode
         rc, out, err, _ = asyos_run(5, "--data", str(path), "--budget", "12", "--passes", "2", "--budget-mode", mode,
                                     "--sharding", "contiguous", "--output", str(out_dir), *extra,
@@ -135,7 +154,7 @@ def test_global_budget_under_mpi_keeps_at_most_s(tmp_path, extra, transport):
         assert record["budget_mode"] == mode and len(record["selected"]) <= 12
         assert record["transport"] == transport
         counts[mode] = int(np.sum(np.array(record["selected"]) < 12))      # true features are columns 0..11
-    assert counts["split"] <= 3 < counts["global"]
+    assert counts.get("split", 0) <= 3 < counts["global"]
     assert record["n_dropped"] > 0 and record["threshold"] > 0 and record["slack"] == 0.5
 
 

@@ -39,7 +39,7 @@ def stop_half_way(nprocs, args, directory, timeout=120):
     return proc.returncode, err
 
 
-@pytest.mark.parametrize("transport", ["shared-memory", "messages"])
+@pytest.mark.parametrize("transport", ["shared-memory", pytest.param("messages", marks=pytest.mark.matrix)])
 def test_a_job_stopped_half_way_resumes_with_its_steps_and_its_quality(tmp_path, transport):
     stopped, whole = str(tmp_path / "stopped"), str(tmp_path / "whole")
     args = [*PROBLEM, "--transport", transport]

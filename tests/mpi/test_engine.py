@@ -133,7 +133,7 @@ def test_shared_state_counts_a_write_in_progress_as_unseen():
     the step read after it is taken, and no change is lost."""
     from asyos.data.shard import FeatureShard
     from asyos.distributed.mpi_shared import SharedState, shared_steps
-    from asyos.learners.substitution.online_substitution import SubstitutionOptions, local_lipschitz, make_worker
+    from asyos.learners.substitution.workers import SubstitutionOptions, local_lipschitz, make_worker
     from asyos.losses import get_loss
     from asyos.problem import open_data_source
     from mpi4py import MPI
@@ -177,7 +177,7 @@ def test_shared_state_carries_the_global_budget():
     (its row of u_C stays 0); an empty one leaves it as OS, its published |w| current."""
     from asyos.data.shard import FeatureShard
     from asyos.distributed.mpi_shared import OthersTop, SharedState, shared_steps
-    from asyos.learners.substitution.online_substitution import SubstitutionOptions, local_lipschitz, make_worker
+    from asyos.learners.substitution.workers import SubstitutionOptions, local_lipschitz, make_worker
     from asyos.losses import get_loss
     from asyos.problem import open_data_source
     from mpi4py import MPI
