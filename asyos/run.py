@@ -207,9 +207,20 @@ def make_parser() -> argparse.ArgumentParser:
     return p
 
 
+class CommandLineExit(SystemExit):
+    """argparse's own exit (``--help``, ``--version``, a usage error). Every rank parses the same
+    command line and leaves the same way, so each may end as one process does (``MPI_Finalize``
+    waits for all of them, and all of them come); any other exit before the run started is one
+    rank's alone, and ends the job (``_main``)."""
+
+
 def parse_config(argv):
     from .config import build_config, load_toml
-    args = vars(make_parser().parse_args(argv))
+    parser = make_parser()
+    try:
+        args = vars(parser.parse_args(argv))
+    except SystemExit as exc:
+        raise CommandLineExit(exc.code) from None
     if args.pop("list_algorithms", False):
         return None
     config_path = args.pop("config", None)
@@ -286,11 +297,16 @@ def _main(argv) -> int:
             print(f"asyos: error: {exc}", file=sys.stderr, flush=True)
         return EXIT_USAGE
     except SystemExit as exc:
-        if comm is None or not started:         # --help, or one process: Python's own exit
+        if isinstance(exc, CommandLineExit) or not _env.launched_by_mpi():  # --help on every rank, or one process
             from .distributed.supervisor import run_ended
             run_ended()
             raise
-        _abort(comm, rank, f"exited with status {exc.code} before the run finished", EXIT_INTERNAL)
+        # one rank leaving on its own, even while it sets up: its MPI_Finalize would wait for ranks
+        # that wait for its shard until --setup-timeout (600 s), so it ends the job now; before MPI
+        # is up (the others wait in MPI_Init) its supervisor says it left early, and hydra ends the job
+        world = comm if comm is not None else _initialized_world()
+        if world is not None:
+            _abort(world, world.Get_rank(), f"exited with status {exc.code} before the run finished", EXIT_INTERNAL)
         raise
     except RunInterrupted as exc:               # a stop request, the state saved (asyos.checkpoint)
         from .resume import report_interrupted
@@ -307,6 +323,15 @@ def _main(argv) -> int:
         where = write_traceback(getattr(config, "output", None) if started else None, rank, traceback.format_exc())
         _abort(comm, rank, f"failed: {type(exc).__name__}: {exc}; ending the job (traceback: {where})", EXIT_INTERNAL)
         raise
+
+
+def _initialized_world():
+    """``COMM_WORLD`` if this process has initialised MPI in a job of several ranks (an exit may
+    land while ``_mpi_world`` is still starting it), else ``None``."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None or not mpi.Is_initialized() or mpi.Is_finalized():
+        return None
+    return mpi.COMM_WORLD if mpi.COMM_WORLD.Get_size() > 1 else None
 
 
 def _benchmark(argv) -> int:
