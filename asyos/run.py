@@ -302,8 +302,9 @@ def _main(argv) -> int:
             run_ended()
             raise
         # one rank leaving on its own, even while it sets up: its MPI_Finalize would wait for ranks
-        # that wait for its shard until --setup-timeout (600 s), so it ends the job now; before MPI
-        # is up (the others wait in MPI_Init) its supervisor says it left early, and hydra ends the job
+        # that wait for its shard until --setup-timeout (600 s), so it ends the job now. Before MPI
+        # is up there is no job to abort: its supervisor says it left early, but hydra leaves the
+        # other ranks waiting in MPI_Init (measured; not yet handled)
         world = comm if comm is not None else _initialized_world()
         if world is not None:
             _abort(world, world.Get_rank(), f"exited with status {exc.code} before the run finished", EXIT_INTERNAL)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 CHILD_ENV = "ASYOS_SUPERVISED_STATUS_FD"
 FINISHED = b"finished"
@@ -123,7 +124,6 @@ class _Notes:
 
     def forward(self, child):
         def handler(sig, _frame):
-            import time
             child.send_signal(sig)
             if sig in (signal.SIGTERM, signal.SIGINT) and self.forwarded is None:
                 self.forwarded = (sig, time.monotonic())
@@ -134,9 +134,7 @@ class _Notes:
         while True:
             try:
                 chunk = os.read(self.fd, 65536)
-            except BlockingIOError:
-                break
-            except OSError:
+            except OSError:                 # BlockingIOError: nothing more for now
                 break
             if not chunk:
                 break
@@ -170,7 +168,7 @@ def _kill(child, rank, why) -> None:
     child.returncode = -signal.SIGKILL
 
 
-def _wait(child, rank, notes=None):
+def _wait(child, rank, notes):
     """The child's exit status (negative: killed by that signal), like ``Popen.wait``; ``None``
     for a child reported and killed because
     * it was stopped by ``SIGSTOP`` for ``FROZEN_AFTER`` seconds (it could never answer the other
@@ -179,7 +177,6 @@ def _wait(child, rank, notes=None):
       (``SIGTSTP``, Ctrl-Z) is the user's pause and is left alone;
     * or it did not take up a forwarded stop signal within ``STOP_GRACE`` seconds (``_Notes``).
     The supervisor polls every ``POLL_S`` seconds and sleeps in between."""
-    import time
     stopped_at = None
     while True:
         pid, status = os.waitpid(child.pid, os.WNOHANG | os.WUNTRACED | os.WCONTINUED)
@@ -196,15 +193,14 @@ def _wait(child, rank, notes=None):
         if stopped_at is not None and now - stopped_at >= FROZEN_AFTER:
             _kill(child, rank, f"was stopped (SIGSTOP) for {FROZEN_AFTER:g} s")
             return None
-        if notes is not None:
-            notes.poll()
-            if notes.deaf_for(now) >= STOP_GRACE and stopped_at is None:
-                name = signal.Signals(notes.forwarded[0]).name
-                notes.deaf = True
-                _kill(child, rank, f"did not take up {name} within {STOP_GRACE:g} s (blocked in a call: "
-                                   f"an MPI call waiting for a rank that is gone, or a long read)")
-                child.returncode = -notes.forwarded[0]
-                return child.returncode
+        notes.poll()
+        if notes.deaf_for(now) >= STOP_GRACE and stopped_at is None:
+            name = signal.Signals(notes.forwarded[0]).name
+            notes.deaf = True
+            _kill(child, rank, f"did not take up {name} within {STOP_GRACE:g} s (blocked in a call: "
+                               f"an MPI call waiting for a rank that is gone, or a long read)")
+            child.returncode = -notes.forwarded[0]
+            return child.returncode
         time.sleep(POLL_S)
 
 
