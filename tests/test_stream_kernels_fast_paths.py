@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from asyos.learners.stream import _stream_kernels
 from asyos.learners.stream.budgeted import BudgetedAMD, BudgetedARDA
 from asyos.learners.stream.ofs import OFS, SOFS
 from asyos.learners.stream.stream_learners import all_stream_learners
@@ -122,6 +123,8 @@ def test_the_row_loop_reads_the_inputs_index_arrays(cls, dtype, scale):
     assert np.shares_memory(indices, X.indices) and np.shares_memory(indptr, X.indptr)
 
 
+@pytest.mark.skipif(not _stream_kernels.COMPILED, reason="ASYOS_KERNELS=numpy: the row loops run as plain Python, "
+                    "where every number is an object (and 20000 rows under tracemalloc take minutes)")
 @pytest.mark.parametrize("scale", [None, "maxabs"])
 def test_a_pass_allocates_less_than_a_copy_of_the_indices(scale):
     """The peak allocated during ``partial_fit`` (tracemalloc sees numpy's buffers): without scaling
