@@ -162,12 +162,29 @@ def draw_run(directory: str, output=None):
     for ax in axes.ravel()[len(names):]:
         ax.set_visible(False)
     fig.suptitle(title(record), fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.97 if rows > 1 else 0.93))
+    _fixed_layout(fig, rows, columns)
     from .results import atomic_file
     with atomic_file(output, "wb") as fh:
         fig.savefig(fh, format="png", dpi=90)
     plt.close(fig)
     return output
+
+
+# Margins and gaps in inches, room for what every panel puts there: tick labels and a label on the
+# left, a twin axis's on the right, a two-line panel title above and an axis label below; the top
+# also holds the two-line title of the run. Fixed rather than ``tight_layout``, which measures every
+# text by drawing the figure once more: 0.9 of the 2.1 s of CPU a four-panel picture took (measured).
+LAYOUT_IN = {"left": 0.85, "right": 0.85, "bottom": 0.6, "top": 0.85, "wspace": 1.75, "hspace": 1.05}
+
+
+def _fixed_layout(fig, rows: int, columns: int) -> None:
+    width, height = fig.get_size_inches()
+    m = LAYOUT_IN
+    axes_width = (width - m["left"] - m["right"] - (columns - 1) * m["wspace"]) / columns
+    axes_height = (height - m["bottom"] - m["top"] - (rows - 1) * m["hspace"]) / rows
+    fig.subplots_adjust(left=m["left"] / width, right=1 - m["right"] / width, bottom=m["bottom"] / height,
+                        top=1 - m["top"] / height, wspace=m["wspace"] / axes_width,
+                        hspace=m["hspace"] / axes_height)
 
 
 def _error_name(record) -> str:
