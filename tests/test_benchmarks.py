@@ -5,6 +5,7 @@ runs as their representative."""
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -49,10 +50,28 @@ def _marks(script):
         ([AS_PLAIN_PYTHON] if script in PLAIN_PYTHON_TOO_SLOW else [])
 
 
+GUARD_S = 240       # below pytest's 300 s: pytest-timeout ends the test's worker, not the processes it started
+
+
+def run_script(argv, cwd):
+    """``subprocess.run`` of a benchmark in a session of its own: past ``GUARD_S`` the script and every
+    process it started (mpiexec jobs included) are killed and the test fails saying so (pytest's own
+    timeout, killing only the xdist worker, left a benchmark running 10 minutes later)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=GUARD_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{' '.join(argv[1:3])} did not end within {GUARD_S} s\n{out[-2000:]}\n{err[-2000:]}")
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 @pytest.mark.parametrize("script", [pytest.param(s, marks=_marks(s)) for s in BENCHMARKS])
 def test_quick_profile_writes_its_results(script, tmp_path):
-    proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", script), "--smoke", "--output",
-                           str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    proc = run_script([sys.executable, os.path.join(REPO, "benchmarks", script), "--smoke", "--output",
+                       str(tmp_path)], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     name = script[len("bench_"):-len(".py")]
     summary = json.loads((tmp_path / f"{name}.json").read_text())
@@ -67,13 +86,12 @@ def test_the_real_data_benchmark_rebuilds_its_report_from_its_logs(tmp_path):
     into the same tables and summary a run prints."""
     script = os.path.join(REPO, "benchmarks", "bench_real_selection.py")
     first = tmp_path / "first"
-    proc = subprocess.run([sys.executable, script, "--smoke", "--methods", "os,kbest+refit", "--output", str(first)],
-                          capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    proc = run_script([sys.executable, script, "--smoke", "--methods", "os,kbest+refit", "--output", str(first)],
+                      cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     merged = tmp_path / "merged"
-    proc = subprocess.run([sys.executable, script, "--smoke", "--output", str(merged), "--summarise",
-                           str(first / "real_selection.jsonl"), str(first / "real_selection.jsonl")],
-                          capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    proc = run_script([sys.executable, script, "--smoke", "--output", str(merged), "--summarise",
+                       str(first / "real_selection.jsonl"), str(first / "real_selection.jsonl")], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     original = json.loads((first / "real_selection.json").read_text())["summary"]["datasets"]
     rebuilt = json.loads((merged / "real_selection.json").read_text())
