@@ -145,3 +145,23 @@ def test_simulator_rejects_bad_settings(problem):
         AsyncOnlineSubstitution(budget=3, n_workers=4, budget_mode="split").fit(d.X, d.y)
     with pytest.raises(InputError, match="401 workers but n_features = 400"):
         AsyncOnlineSubstitution(budget=16, n_workers=401).fit(d.X, d.y)
+
+
+@pytest.mark.filterwarnings("ignore::asyos.errors.SelectionWarning")
+def test_workers_stop_once_the_data_are_fitted(monkeypatch):
+    """A budget as large as the sample count fits the training data exactly; once the gradient is
+    below ``SETTLED_GRADIENT`` of the empty model's, a pass that changed nothing ends the workers
+    whatever the others still move (they only polish the fit): the same training error in a fifth of
+    the steps. Without that floor the same run goes on to the ``MAX_AUTO_PASSES`` cap."""
+    from asyos import make_classification
+    from asyos.protocol import worker as W
+    d = make_classification(n_features=2000, n_informative=10, n_samples=80, seed=2)
+
+    def fit():
+        return AsyncOnlineSubstitution(budget=80, n_workers=4, max_staleness=8, random_state=0).fit(d.X, d.y)
+    settled = fit()
+    monkeypatch.setattr(W, "SETTLED_GRADIENT", 0.0)
+    capped = fit()
+    assert capped.n_passes_ == W.MAX_AUTO_PASSES
+    assert settled.n_passes_ < W.MAX_AUTO_PASSES and settled.n_steps_ < capped.n_steps_ / 3
+    assert np.mean(settled.predict(d.X) != d.y) == np.mean(capped.predict(d.X) != d.y) == 0.0
