@@ -70,6 +70,7 @@ class StopSignals:
     is pending raises at once too: a stuck loop can still be stopped."""
 
     requested: Optional[int] = None
+    raised = False          # the handler raised RunInterrupted (wherever the process was: see run._main)
     polling = 0
     _installed = False
     _taken_up: Optional[Callable] = None
@@ -94,6 +95,7 @@ class StopSignals:
         cls._installed = False
         cls._taken_up = None
         cls.requested = None
+        cls.raised = False
         cls.polling = 0
 
     _first_at = 0.0
@@ -109,6 +111,7 @@ class StopSignals:
             cls.requested, cls._first_at = signum, now
             return
         cls.requested, cls._first_at = signum, now
+        cls.raised = True
         raise RunInterrupted(signum)
 
 

@@ -310,20 +310,29 @@ def _main(argv) -> int:
             _abort(world, world.Get_rank(), f"exited with status {exc.code} before the run finished", EXIT_INTERNAL)
         raise
     except RunInterrupted as exc:               # a stop request, the state saved (asyos.checkpoint)
-        from .resume import report_interrupted
-        if comm is not None and exc.path is None:
-            _interrupted(comm, rank, exc, config)  # outside a loop that saves: end the whole job now
-        if rank == 0:
-            report_interrupted(config, exc, f"mpiexec -n {comm.Get_size()} " if comm is not None else "")
-        return exc.exit_status
+        return _stopped(comm, rank, exc, config)
 
     except BaseException as exc:  # noqa: BLE001 - anything else is a bug: report, abort the job
+        from .checkpoint import StopSignals
+        if StopSignals.raised and StopSignals.requested is not None:
+            # the stop handler's RunInterrupted, turned into another error by the C code it was raised
+            # in: a Ctrl-C while numba loads gave "ImportError: initialization failed" (measured)
+            return _stopped(comm, rank, RunInterrupted(StopSignals.requested), config)
         if comm is None:
             raise
         from .distributed.watch import write_traceback
         where = write_traceback(getattr(config, "output", None) if started else None, rank, traceback.format_exc())
         _abort(comm, rank, f"failed: {type(exc).__name__}: {exc}; ending the job (traceback: {where})", EXIT_INTERNAL)
         raise
+
+
+def _stopped(comm, rank, exc, config) -> int:
+    from .resume import report_interrupted
+    if comm is not None and exc.path is None:
+        _interrupted(comm, rank, exc, config)  # outside a loop that saves: end the whole job now
+    if rank == 0:
+        report_interrupted(config, exc, f"mpiexec -n {comm.Get_size()} " if comm is not None else "")
+    return exc.exit_status
 
 
 def _initialized_world():
