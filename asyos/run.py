@@ -303,8 +303,8 @@ def _main(argv) -> int:
             raise
         # one rank leaving on its own, even while it sets up: its MPI_Finalize would wait for ranks
         # that wait for its shard until --setup-timeout (600 s), so it ends the job now. Before MPI
-        # is up there is no job to abort: its supervisor says it left early, but hydra leaves the
-        # other ranks waiting in MPI_Init (measured; not yet handled)
+        # is up there is no job to abort: its supervisor says it left early and asks hydra to end
+        # the job (supervisor.ask_launcher_to_abort)
         world = comm if comm is not None else _initialized_world()
         if world is not None:
             _abort(world, world.Get_rank(), f"exited with status {exc.code} before the run finished", EXIT_INTERNAL)
@@ -316,7 +316,8 @@ def _main(argv) -> int:
         from .checkpoint import StopSignals
         if StopSignals.raised and StopSignals.requested is not None:
             # the stop handler's RunInterrupted, turned into another error by the C code it was raised
-            # in: a Ctrl-C while numba loads gave "ImportError: initialization failed" (measured)
+            # in: a Ctrl-C while an extension module initialised gave "ImportError: initialization
+            # failed" (seen once in the suite)
             return _stopped(comm, rank, RunInterrupted(StopSignals.requested), config)
         if comm is None:
             raise

@@ -7,7 +7,7 @@ it named rank 1 whichever rank was killed). No rank can report what it does not 
 So under hydra, the process hydra starts stays a supervisor: it runs the same command line
 (``sys.orig_argv``) as its child (the rank proper, which inherits the PMI socket), waits for it, and when the child dies
 by a signal or exits before the run finished, writes ``asyos: rank R (pid P) was killed by
-signal 9`` to stderr *before* exiting itself, and asks hydra to end the job (``abort_job``: hydra
+signal 9`` to stderr *before* exiting itself, and asks hydra to end the job (``ask_launcher_to_abort``: hydra
 would not by itself if the rank went before ``MPI_Init``).
 The child has ``PR_SET_PDEATHSIG = SIGKILL``, so it never outlives its supervisor (hydra's own
 clean-up kills supervisors). The supervisor imports nothing heavy and sleeps in ``wait``.
@@ -74,11 +74,10 @@ def supervise() -> int:
         signal.signal(sig, notes.forward(child))
     status = _wait(child, rank, notes)
     notes.read_rest()
-    finished = FINISHED in notes.lines
-    if status is None or status < 0 or not finished:          # the child could not clean up after itself
-        unlink_segments(n[len(SEGMENT):].decode() for n in notes.lines if n.startswith(SEGMENT))
-    if finished and status is not None and status >= 0 and not notes.deaf:
+    if status is not None and status >= 0 and FINISHED in notes.lines:     # the run ended through main
         return status
+    # the child could not clean up after itself
+    unlink_segments(n[len(SEGMENT):].decode() for n in notes.lines if n.startswith(SEGMENT))
     if status is None:                          # frozen or deaf to a stop signal, reported and killed
         code = 1
     elif notes.deaf:                            # killed for not taking up a stop: the stop's exit code
@@ -93,11 +92,11 @@ def supervise() -> int:
                          f"finished; ending the job\n")
         code = status or 1
     sys.stderr.flush()
-    abort_job(code)
+    ask_launcher_to_abort(code)
     return code
 
 
-def abort_job(code: int) -> None:
+def ask_launcher_to_abort(code: int) -> None:
     """Ask hydra to end the whole job with exit code ``code`` (PMI-1's ``abort`` command on the
     rank's PMI socket, which the supervisor shares with its dead child).
 
