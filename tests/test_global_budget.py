@@ -160,9 +160,25 @@ def test_a_budget_below_the_worker_count_is_fine_when_global():
     np.testing.assert_array_equal(model.support_, np.flatnonzero(d.true_coef))
 
 
+def test_the_default_cap_holds_a_shard_s_share_of_a_random_selection():
+    """The cap is at most s and 3 s/q; where it is below them, a shard gets more than cap of s features
+    that fall at random over q shards with a probability below 1e-3 (the binomial tail, from scipy)."""
+    from scipy.stats import binom
+    tightened = 0
+    for s in (5, 10, 50, 100, 500):
+        for q in (2, 3, 4, 8, 12, 64):
+            cap, before = default_cap(s, q), min(s, -(-3 * s // q))
+            assert cap <= before
+            if cap < before:
+                tightened += 1
+                assert binom.sf(cap, s, 1.0 / q) < 1e-3, (s, q, cap)
+    assert tightened >= 10
+
+
 def test_budget_mode_settings_are_checked(uneven):
     X, y, _ = uneven
-    assert default_cap(64, 12) == 16 and default_cap(64, 2) == 64
+    # s/q + 4 sd by hand: 64/12 + 4 * 2.211 = 14.2; 32 + 4 * 4; 50 + 4 * 5; 3 s/q where smaller (s/q <= 4)
+    assert (default_cap(64, 12), default_cap(64, 2), default_cap(100, 2), default_cap(12, 4)) == (15, 48, 70, 9)
     with pytest.raises(InputError, match="The 'budget_mode' parameter of AsyncOnlineSubstitution must be a str among"):
         AsyncOnlineSubstitution(budget=16, budget_mode="shared").fit(X, y)
     with pytest.raises(InputError, match="cap 20 is larger than the budget"):

@@ -152,16 +152,38 @@ def test_workers_stop_once_the_data_are_fitted(monkeypatch):
     """A budget as large as the sample count fits the training data exactly; once the gradient is
     below ``SETTLED_GRADIENT`` of the empty model's, a pass that changed nothing ends the workers
     whatever the others still move (they only polish the fit): the same training error in a fifth of
-    the steps. Without that floor the same run goes on to the ``MAX_AUTO_PASSES`` cap."""
+    the steps. Without that floor (and the loss's, ``Worker._objective_settled``) the same run goes on
+    to the ``MAX_AUTO_PASSES`` cap. (A cap of 60
+    features a worker lets the workers' union reach the budget; the default, 36 here, stops short of it
+    and of the exact fit.)"""
     from asyos import make_classification
     from asyos.protocol import worker as W
     d = make_classification(n_features=2000, n_informative=10, n_samples=80, seed=2)
 
     def fit():
-        return AsyncOnlineSubstitution(budget=80, n_workers=4, max_staleness=8, random_state=0).fit(d.X, d.y)
+        return AsyncOnlineSubstitution(budget=80, n_workers=4, max_staleness=8, cap=60, random_state=0).fit(d.X, d.y)
     settled = fit()
     monkeypatch.setattr(W, "SETTLED_GRADIENT", 0.0)
+    monkeypatch.setattr(W.Worker, "_objective_settled", lambda self, u: False)   # the other floor
     capped = fit()
     assert capped.n_passes_ == W.MAX_AUTO_PASSES
     assert settled.n_passes_ < W.MAX_AUTO_PASSES and settled.n_steps_ < capped.n_steps_ / 3
     assert np.mean(settled.predict(d.X) != d.y) == np.mean(capped.predict(d.X) != d.y) == 0.0
+
+
+@pytest.mark.filterwarnings("ignore::asyos.errors.SelectionWarning")
+def test_workers_stop_when_their_pass_no_longer_moves_the_loss(monkeypatch):
+    """Two workers whose changes only trade noise features against each other's moves stop once a
+    pass moved the loss at ``u_C`` by less than ``QUIET_GAIN`` of itself: a pass fewer than without
+    that rule, for the same selection and objective."""
+    from asyos.protocol import worker as W
+    d = make_regression(n_features=4000, n_informative=40, seed=1)
+
+    def fit():
+        return AsyncOnlineSubstitution(budget=40, n_workers=2, random_state=0).fit(d.X, d.y)
+    settled = fit()
+    monkeypatch.setattr(W.Worker, "_objective_settled", lambda self, u: False)
+    longer = fit()
+    assert settled.n_passes_ < longer.n_passes_ and settled.n_steps_ < longer.n_steps_
+    np.testing.assert_array_equal(settled.support_, longer.support_)
+    assert settled.objective_selection_ == pytest.approx(longer.objective_selection_, rel=1e-6)

@@ -212,7 +212,9 @@ def _worker_setup(config, rank, n_workers):
             data = source.lazy()
             shard = options.shard(data.X, columns, hold=True)
         else:
-            data = source.load(columns)
+            # a generated problem's test columns are generated at the end, for the candidates only
+            # (generating the shard's took as long as its training columns: 1 s a worker at p = 20000)
+            data = source.load(columns, with_test=not _generates_test_columns(source))
             shard = options.shard(data.X, columns)
     notes = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
     for w in caught:
@@ -225,6 +227,7 @@ def _worker_setup(config, rank, n_workers):
     order = options.visit_order(shard, data.y, problem.loss)
     return {
         "data": data, "shard": shard, "problem": problem, "plan": plan, "order": order, "read_before": read_before,
+        "source": source,
         "warnings": notes,
         "lipschitz": local_lipschitz(shard, problem.budget, problem.loss, config.seed, rank - 1, order),
     }
@@ -251,7 +254,7 @@ def _worker_main(config, comm, setup, lipschitz, backoff, transport, checkpoint=
             compute_s, histogram = transport.run_worker(worker, between=between, u0=u0)
             if checkpoint is not None:        # finished: saved, should a stop come before the others finish
                 checkpoint.save(WORKER_KIND, worker, worker.progress(), externals)
-            final = _final(worker, data, compute_s, histogram, setup["read_before"])
+            final = _final(worker, data, compute_s, histogram, setup["read_before"], setup["source"])
             final["warnings"] = setup["warnings"]
         except RunInterrupted as exc:         # saved at the stop request: say so instead of a selection
             final = {"worker": worker.worker_id, "stopped": exc.signum, "steps": worker.steps,
@@ -271,7 +274,21 @@ def _worker_main(config, comm, setup, lipschitz, backoff, transport, checkpoint=
     transport.close()
 
 
-def _final(worker, data, compute_s, histogram, read_before=None) -> dict:
+def _generates_test_columns(source) -> bool:
+    """Whether ``source`` makes any test column on demand (a synthetic problem with a test split)."""
+    return hasattr(source, "columns_T") and getattr(source, "n_test_samples", 0) > 0
+
+
+def _test_columns(data, source, shard, local):
+    """The test columns of the shard's features ``local`` (feature-major), or ``None``."""
+    if data.has_test:
+        return columns_dense(data.X_test, shard.columns[local] if is_column_matrix(data.X_test) else local).T.copy()
+    if source is not None and _generates_test_columns(source):
+        return source.columns_T(shard.columns[local], "test")
+    return None
+
+
+def _final(worker, data, compute_s, histogram, read_before=None, source=None) -> dict:
     """A worker's final report: its selection with the columns the central rank finishes on."""
     shard = worker.shard
     local = worker.state.retained
@@ -287,8 +304,7 @@ def _final(worker, data, compute_s, histogram, read_before=None) -> dict:
         "scales": shard.scales[local],
         "intercept": worker.intercept,                # b on its owner (worker 0), else 0
         "passes": worker.passes_run,
-        "test_columns": (columns_dense(data.X_test, shard.columns[local] if is_column_matrix(data.X_test)
-                                       else local).T.copy() if data.has_test else None),
+        "test_columns": _test_columns(data, source, shard, local),
         "steps": worker.steps,
         "proposals": worker.proposals,
         "refused": worker.refused,

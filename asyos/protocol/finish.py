@@ -14,9 +14,9 @@ round trip late, so the union at the end of the asynchronous phase is a set of g
 rather than a good selection (the mission command on its default problem, before it: recall
 0.79-0.83 after the cut against 0.96-0.99 for sequential OS; with it, and the rest of the exchange
 variant, 0.98-1.00, equal to sequential OS on each of 5 seeds, ``benchmarks/bench_mpi.py``).
-The candidates are at most ``q * cap`` columns (the global budget's cap is ``ceil(3 s / q)``, so
-about ``3 s``), and OS over them costs a few passes of ``3 s`` steps of ``O(n s)``: the central
-node's memory stays ``O(n s)``.
+The candidates are at most ``q * cap`` columns (the global budget's cap is at most ``ceil(3 s / q)``,
+so at most about ``3 s``), and OS over them costs a few passes of ``3 s`` steps of ``O(n s)``: the
+central node's memory stays ``O(n s)``.
 
 With one worker the union never exceeds the budget, so nothing is re-run and one worker with
 ``tau = 0`` is sequential OS bit for bit.

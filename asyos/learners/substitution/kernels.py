@@ -11,9 +11,11 @@ decrease check (line 12) and ``delta``; ``exchange_step`` is the same for the ex
 
 Backends: ``ASYOS_KERNELS=numba|numpy|auto``. ``auto`` (the default) takes the compiled step when
 numba is installed and the learner has at least ``AUTO_MIN_STEPS`` steps to take (passes x its
-features): loading the compiled step costs about 0.4 s per process (importing numba, reading its
-cache), which the 4-8 us it saves per step repay only on long runs; 12 workers loading it on 2
-cores added 3 s to the 4.6 s default job. Results
+features): loading the compiled step costs 0.7-1.0 s per process (importing numba, reading its
+cache), which the 40-45 us it saves per exchange step (``benchmarks/bench_core_cost.py``: 98 against
+54 us at n = 1000, s = 64) repay after about 20,000 steps; 12 workers loading it on 2 cores added
+3 s to the 4.6 s default job (500 steps each). The bound was 50,000, which left the two workers of
+``mpiexec -n 3`` at p = 20000 (30,000 steps each) on the numpy step. Results
 agree with the numpy path to rounding (the logistic loss's mean is summed in another order, and
 BLAS may fuse multiply-adds differently), so decisions that hinge on a tie at the last bit can
 differ; the tests compare both paths.
@@ -27,7 +29,7 @@ from ...losses import LOSS_CODES as _ALL_CODES, SMOOTH_LOSSES
 LOSS_CODES = {name: code for name, code in _ALL_CODES.items() if name in SMOOTH_LOSSES}   # what OS can use
 BACKENDS = ("auto", "numba", "numpy")
 DIVERGED = -1
-AUTO_MIN_STEPS = 50_000
+AUTO_MIN_STEPS = 20_000
 
 _compiled = None
 
