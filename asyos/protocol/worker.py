@@ -62,7 +62,8 @@ class Worker:
     variant's: by decreasing marginal gain, ``asyos.learners.substitution.screening``); a feature currently
     retained is not offered again (the pool is the complement of ``S``). ``passes`` is a number of
     passes, or ``"auto"``: passes until one makes no entry and no substitution (at least
-    ``MIN_AUTO_PASSES``, at most ``MAX_AUTO_PASSES``).
+    ``MIN_AUTO_PASSES``, at most ``MAX_AUTO_PASSES``); with other workers, also until one moved the
+    loss at ``u_C`` by at most ``QUIET_GAIN`` of itself (``_objective_settled``).
 
     ``owns_intercept``: the model has an unpenalised intercept (``u = Xw + b``) and this worker steps
     it, by one Newton step at its gradient point before each feature step
@@ -173,7 +174,7 @@ class Worker:
             if (self.auto_passes and pass_index + 1 >= MIN_AUTO_PASSES
                     and ((changes == 0 and (not self._watch_others or self._others_quiet(u)))
                          or (self._watch_others and self._objective_settled(u)))):
-                pass_index = self.passes             # a pass that changed nothing: the selection is stable
+                pass_index = self.passes             # the selection is stable
                 break
             pass_index, pos, changes = pass_index + 1, 0, 0
             if advance and self._watch_others and u is not None:
@@ -210,12 +211,12 @@ class Worker:
     def _objective_settled(self, u) -> bool:
         """Whether the loss at ``u_C`` moved by at most ``QUIET_GAIN`` of itself since this pass began
         (every worker's changes and steps in that time included; a loss that rose more is not settled
-        either): the selection has settled, whatever
-        changes the pass still made. Without it two workers of ``mpiexec -n 3`` (KDD'16 regression,
-        p = 20000) kept exchanging features that fit the noise, each worth 0.08% of the loss, against
-        each other's moves, and ran 5-8 passes where one process needs 3: in their third pass the
-        changes of both together lowered the loss by 2.5%, in their fourth by 0.4%, for the same
-        recall and objective (the candidates reach the central rank's exchange either way)."""
+        either): the selection has settled, whatever changes the pass still made. Without it the two
+        workers of ``mpiexec -n 3`` (KDD'16 regression, p = 20000) kept exchanging features that fit
+        the noise, each exchange worth about 0.08% of the loss, against each other's moves, and ran
+        5-8 passes where one process needs 3: the exchanges of each worker's third pass gained 1.2-1.3%
+        of the loss, of a fourth 0.24%, for the same recall and objective (the candidates reach the
+        central rank's exchange either way)."""
         start = getattr(self, "_pass_loss", None)          # checkpoints written before it: no rule
         if u is None or start is None or not start > 0:
             return False
