@@ -145,7 +145,7 @@ def make_parser() -> argparse.ArgumentParser:
                                          "with the replies, or from the shared window); workers drop "
                                          "features below --slack x theta; the union is cut to s")
     g.add_argument("--cap", type=int, help="global budget: the most features a worker keeps (default "
-                                           "min(s, ceil(3 s / q), ceil(s/q + 4 sd)), sd the spread of a "
+                                           "min(s, ceil(3 s / q), ceil(s/q + 5 sd)), sd the spread of a "
                                            "shard's share of s random features)")
     g.add_argument("--slack", type=float, help="global budget: workers drop features below slack x theta, "
                                                "in (0, 1] (default 0.5)")

@@ -177,8 +177,8 @@ def test_the_default_cap_holds_a_shard_s_share_of_a_random_selection():
 
 def test_budget_mode_settings_are_checked(uneven):
     X, y, _ = uneven
-    # s/q + 4 sd by hand: 64/12 + 4 * 2.211 = 14.2; 32 + 4 * 4; 50 + 4 * 5; 3 s/q where smaller (s/q <= 4)
-    assert (default_cap(64, 12), default_cap(64, 2), default_cap(100, 2), default_cap(12, 4)) == (15, 48, 70, 9)
+    # s/q + 5 sd by hand: 100/12 + 5 * 2.764 = 22.2; 32 + 5 * 4; 50 + 5 * 5; 3 s/q where smaller (64/12 + 5 * 2.211)
+    assert (default_cap(100, 12), default_cap(64, 2), default_cap(100, 2), default_cap(64, 12)) == (23, 52, 75, 16)
     with pytest.raises(InputError, match="The 'budget_mode' parameter of AsyncOnlineSubstitution must be a str among"):
         AsyncOnlineSubstitution(budget=16, budget_mode="shared").fit(X, y)
     with pytest.raises(InputError, match="cap 20 is larger than the budget"):

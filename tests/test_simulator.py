@@ -177,7 +177,7 @@ def test_workers_stop_when_their_pass_no_longer_moves_the_loss(monkeypatch):
     pass moved the loss at ``u_C`` by less than ``QUIET_GAIN`` of itself: a pass fewer than without
     that rule, for the same selection and objective."""
     from asyos.protocol import worker as W
-    d = make_regression(n_features=4000, n_informative=40, seed=1)
+    d = make_regression(n_features=6000, n_informative=40, seed=1)
 
     def fit():
         return AsyncOnlineSubstitution(budget=40, n_workers=2, random_state=0).fit(d.X, d.y)

@@ -79,7 +79,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     budget_mode : {"global", "split"}
         ``split``: each worker keeps ``s/q`` features (KDD'16). ``global`` (default; the recall of
         ``split`` falls as ``q`` grows, see ``benchmarks/bench_global_budget*.py``): each worker may keep up
-        to ``cap`` (default ``plan.default_cap``: ``min(s, ceil(3 s/q), ceil(s/q + 4 sd))``); the central
+        to ``cap`` (default ``plan.default_cap``: ``min(s, ceil(3 s/q), ceil(s/q + 5 sd))``); the central
         node records every worker's retained ``|w|`` from its pushes and sends with every pull the top
         ``r`` of the other workers'; a worker drops its features below ``slack * theta``, ``theta`` being the r-th
         largest ``|w|`` over those and its own current weights (``r = threshold_rank``: ``s`` for
