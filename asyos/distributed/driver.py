@@ -283,12 +283,12 @@ def _test_columns(data, source, shard, local):
     """The test columns of the shard's features ``local`` (feature-major), or ``None``."""
     if data.has_test:
         return columns_dense(data.X_test, shard.columns[local] if is_column_matrix(data.X_test) else local).T.copy()
-    if source is not None and _generates_test_columns(source):
+    if _generates_test_columns(source):
         return source.columns_T(shard.columns[local], "test")
     return None
 
 
-def _final(worker, data, compute_s, histogram, read_before=None, source=None) -> dict:
+def _final(worker, data, compute_s, histogram, read_before, source) -> dict:
     """A worker's final report: its selection with the columns the central rank finishes on."""
     shard = worker.shard
     local = worker.state.retained
