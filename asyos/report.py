@@ -174,6 +174,10 @@ def draw_run(directory: str, output=None):
 # left, a twin axis's on the right, a two-line panel title above and an axis label below; the top
 # also holds the two-line title of the run. Fixed rather than ``tight_layout``, which measures every
 # text by drawing the figure once more: 0.9 of the 2.1 s of CPU a four-panel picture took (measured).
+# A panel's title at a fixed height (the top of the axes, where matplotlib puts it when no tick labels
+# are there): placed automatically, each title measures its axes' tick labels at every draw; fixed,
+# ``python -m asyos.report`` on an arcene run takes 2.6 s of CPU instead of 2.9 (4 runs each).
+TITLE = {"fontsize": 9, "y": 1.0}
 LAYOUT_IN = {"left": 0.85, "right": 0.85, "bottom": 0.6, "top": 0.85, "wspace": 1.75, "hspace": 1.05}
 
 
@@ -209,7 +213,7 @@ def _progress(ax, record, x_key, x_label):
         twin.set_yscale("log")
     every = trace.get("every")
     ax.set_title(f"training objective and error of u_C ({len(x)} rows, "
-                 f"{'automatic trace' if every == 'auto' else f'every {every} steps'})", fontsize=9)
+                 f"{'automatic trace' if every == 'auto' else f'every {every} steps'})", **TITLE)
     ax.grid(alpha=0.3)
 
 
@@ -233,7 +237,7 @@ def _stream_learning(ax, record, log, directory):
     ax.plot(rows, total, color="tab:blue", label="over every sample seen")
     ax.set_xlabel("samples seen (all passes)" + _passes_note(record))
     ax.set_ylabel("mistake rate before learning")
-    ax.set_title("online (progressive) mistake rate", fontsize=9)
+    ax.set_title("online (progressive) mistake rate", **TITLE)
     _pass_marks(ax, trace)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -280,7 +284,7 @@ def _stream_support(ax, record, log, directory):
         ax.set_yscale("symlog", linthresh=1)
     ax.legend(fontsize=8, loc="upper right")
     ax.set_title(f"selection over the stream: {trace['entered'][-1]} entries, {trace['left'][-1]} exits, {held}",
-                 fontsize=9)
+                 **TITLE)
     _pass_marks(ax, trace)
     ax.grid(alpha=0.3)
 
@@ -322,7 +326,7 @@ def _selection_count(ax, record, log, directory):
     ax.set_ylabel("features held (solid)")
     n_enter, n_leave = int(enter.sum()), int((~enter).sum())
     ax.set_title(f"features held ({n_enter} entries, {n_leave} exits, {np.unique(feature).size} distinct)",
-                 fontsize=9)
+                 **TITLE)
     if 1 < len(workers) <= 16:
         ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
@@ -392,7 +396,7 @@ def _selection_raster(ax, record, log, directory):
     ax.set_ylabel("features ever selected (final ones at the bottom)")
     more = f", {distinct.size - len(shown)} more not shown" if distinct.size > len(shown) else ""
     ax.set_title(f"when each feature was held: {distinct.size} ever selected, {kept.sum()} kept{more}\n"
-                 f"blue: in the final model, grey: held then left; green |: entered, red x: left", fontsize=9)
+                 f"blue: in the final model, grey: held then left; green |: entered, red x: left", **TITLE)
 
 
 def _staleness(ax, record, log, directory):
@@ -406,7 +410,7 @@ def _staleness(ax, record, log, directory):
     ax.set_xlabel("staleness: versions of u_C (other workers' updates) a push's read missed")
     ax.set_ylabel("pushes (log scale)")
     ax.set_title(f"staleness: mean {st['mean']:.2f}, p95 {st['p95']}, max {st['max']}; "
-                 f"{record.get('refused_pushes', 0)} refused", fontsize=9)
+                 f"{record.get('refused_pushes', 0)} refused", **TITLE)
     ax.grid(alpha=0.3, axis="y")
 
 
@@ -425,7 +429,7 @@ def _workers_panel(ax, record, log, directory):
         twin.plot(x, finished, "o", color="tab:red", label="finished at (s)")
         twin.set_ylabel("finished at (s since the start)", color="tab:red")
         twin.set_ylim(0, max(finished) * 1.15 if max(finished) > 0 else 1)
-    ax.set_title("per-worker progress: steps taken, and when each finished", fontsize=9)
+    ax.set_title("per-worker progress: steps taken, and when each finished", **TITLE)
 
 
 def _dfls_path(ax, record, log, directory):
@@ -441,7 +445,7 @@ def _dfls_path(ax, record, log, directory):
         ax.plot(theta, coefs[:, j], linewidth=0.8)
     ax.set_xlabel("theta (0: before the change, 1: after)")
     ax.set_ylabel("coefficient")
-    ax.set_title(f"DFLS solution path: {len(moving)} of {coefs.shape[1]} coefficients move", fontsize=9)
+    ax.set_title(f"DFLS solution path: {len(moving)} of {coefs.shape[1]} coefficients move", **TITLE)
     ax.grid(alpha=0.3)
 
 
@@ -469,7 +473,7 @@ def _coefficients(ax, record, log, directory):
     if 0 < coef.size <= 20:
         ax.set_xticks(np.arange(coef.size), [str(f) for f in features[order]], rotation=90, fontsize=7)
     ax.set_ylabel("|coefficient|")
-    ax.set_title(f"the model: {coef.size} features", fontsize=9)
+    ax.set_title(f"the model: {coef.size} features", **TITLE)
 
 
 DRAW = {"progress_time": _progress_time, "progress_steps": _progress_steps, "stream_learning": _stream_learning,

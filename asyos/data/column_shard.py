@@ -21,7 +21,6 @@ checks every value (NaN or infinite: ``InputError`` naming the column), chunk by
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import InputError
 from .dataset import check_scale_of, column_max_abs
@@ -64,6 +63,7 @@ class ColumnShard:
         """The raw block as float64 (dense) or float64 CSR, its values checked (``check``: the
         statistics pass reads every value first, so later passes need not)."""
         if self.sparse:
+            import scipy.sparse as sp
             block = sp.csr_matrix(raw, dtype=np.float64)
             values = block.data
         else:
@@ -114,6 +114,7 @@ class ColumnShard:
     def _z(self, block, local, centred=False):
         """``z`` of a float64 block (sparse: scaled only, the shift applied by the caller)."""
         if self.sparse:
+            import scipy.sparse as sp
             return sp.diags(self.scales[local]) @ block if self.standardized else block
         if self.standardized:
             if self._center and not centred:
@@ -191,6 +192,7 @@ class ColumnShard:
         z = self._z(self._checked(self._raw(rows), rows, check=False), rows)
         if self._shift is None:
             return z
+        import scipy.sparse as sp
         return CenteredRows(sp.csr_matrix(z), self._shift[rows])
 
     def raw_columns(self, local) -> np.ndarray:

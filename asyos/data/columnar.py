@@ -30,11 +30,11 @@ import zipfile
 import zlib
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import InputError
 from .dataset import Dataset, as_label_vector, check_finite
 from .source import ARCHIVE_ERRORS, FileSource, _row_range, check_size, check_npy_size, load_npy, reading
+from .sparse import issparse
 
 _MAX_READ = 1 << 30                      # bytes per preadv call (Linux caps one read near 2 GiB)
 _ZIP_LOCAL_HEADER = struct.Struct("<IHHHHHIIIHH")
@@ -358,6 +358,7 @@ class CscNpz(ColumnFile):
         if indptr[-1] < np.iinfo(np.int32).max and self.n_rows < np.iinfo(np.int32).max:
             # 32-bit pointers keep 32-bit row indices as read (scipy widens indices to the pointers' type)
             indptr, indices = indptr.astype(np.int32), indices.astype(np.int32, copy=False)
+        import scipy.sparse as sp
         block = sp.csr_matrix((data, indices, indptr), shape=(cols.size, self.n_rows))
         block.sum_duplicates()
         return _restore(block, order)
@@ -526,7 +527,11 @@ class ColumnSource(FileSource):
             hi = min(stop, lo + chunk_rows)
             parts = [X_all.block(np.arange(c, min(c + width, self.n_features)))[:, lo:hi]
                      for c in range(0, self.n_features, width)]
-            block = sp.vstack(parts).T.tocsr() if self.sparse else np.concatenate(parts).T.astype(np.float64)
+            if self.sparse:
+                import scipy.sparse as sp
+                block = sp.vstack(parts).T.tocsr()
+            else:
+                block = np.concatenate(parts).T.astype(np.float64)
             values = block.data if self.sparse else block
             check_finite(values, f"{self.name}: rows {lo}:{hi}")
             yield (block.astype(np.float64) if self.sparse else block), y[lo:hi]
@@ -542,8 +547,9 @@ class ArrayColumns(ColumnFile):
     def __init__(self, X, name="X"):
         super().__init__()
         self.X, self.path = X, name
-        self.sparse = sp.issparse(X)
+        self.sparse = issparse(X)
         if self.sparse:
+            import scipy.sparse as sp
             self.X = sp.csc_matrix(X)
         self.n_rows, self.n_cols = (int(v) for v in X.shape)
         self.dtype = np.dtype(X.dtype)
@@ -585,6 +591,7 @@ class ColumnMatrix:
             cols = np.flatnonzero(cols)
         block = self.file.block(cols.astype(np.int64))
         if self.sparse:
+            import scipy.sparse as sp
             out = sp.csc_matrix(block.T, dtype=np.float64)
             check_finite(out.data, self.name)
             return out

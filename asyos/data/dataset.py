@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import InputError
+from .sparse import issparse
 
 
 @dataclass
@@ -48,7 +48,7 @@ def check_sparse_structure(X, where: str) -> None:
     """``InputError`` when a CSR/CSC matrix's arrays do not describe its shape (an index beyond it,
     pointers that decrease or do not match the arrays): scipy's full check, O(nnz), before any
     compiled code indexes with them (a column index beyond the shape crashed the OS step)."""
-    if sp.issparse(X) and X.format in ("csr", "csc"):
+    if issparse(X) and X.format in ("csr", "csc"):
         try:
             X.check_format(full_check=True)
             if np.any(np.diff(X.indptr) < 0):        # scipy checks this only when indptr[-1] > 0
@@ -59,8 +59,9 @@ def check_sparse_structure(X, where: str) -> None:
 
 def as_float_matrix(X, where: str):
     """``X`` as float64 (dense C/F array or CSR), with a clear error for bad shapes or values."""
-    if sp.issparse(X):
+    if issparse(X):
         check_sparse_structure(X, where)
+        import scipy.sparse as sp
         X = sp.csr_matrix(X, dtype=np.float64)
         X.sum_duplicates()
         values = X.data
@@ -128,7 +129,7 @@ def check_scale(X, where: str) -> None:
 
 def column_max_abs(X) -> np.ndarray:
     """The largest ``|value|`` of each column of ``X`` (dense or sparse, finite), in blocks of rows."""
-    if sp.issparse(X):
+    if issparse(X):
         return np.asarray(abs(X).max(axis=0).todense()).ravel() if X.nnz else np.zeros(X.shape[1])
     X = np.asarray(X)
     colmax = np.zeros(X.shape[1])

@@ -25,7 +25,6 @@ import os
 import zipfile
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import InputError
 from .dataset import Dataset, as_float_matrix, as_label_vector, check_finite
@@ -228,6 +227,7 @@ class SparseDirectorySource(FileSource):
         # one chunk of rows at a time: the members are read forward, chunk by chunk
         idx_reader = _Forward(_NpyMember(fname, "indices"), first, last)
         val_reader = _Forward(_NpyMember(fname, "data"), first, last)
+        import scipy.sparse as sp
         for lo in range(start, stop, chunk_rows):
             hi = min(stop, lo + chunk_rows)
             count = int(indptr[hi] - indptr[lo])
@@ -290,6 +290,7 @@ def _load_sparse(fname):
     if parts[0].ndim != 1 or parts[0].dtype.kind not in "fiub" or any(a.ndim != 1 or a.dtype.kind not in "iu"
                                                                         for a in parts[1:]):
         raise InputError(f"{fname}: data must be real numbers and indices/indptr integers, all 1-D")
+    import scipy.sparse as sp
     make = sp.csr_matrix if fmt == "csr" else sp.csc_matrix
     try:
         return make(tuple(parts), shape=tuple(int(v) for v in shape))
@@ -297,7 +298,7 @@ def _load_sparse(fname):
         raise InputError(f"{fname} is not a valid {fmt.upper()} matrix: {exc}") from None
 
 
-def _csr_columns(fname, cols) -> sp.csr_matrix:
+def _csr_columns(fname, cols):
     """Columns ``cols`` of a CSR ``.npz`` file, streaming ``indices``/``data`` so that only the
     kept non-zeros (plus one chunk) are ever held."""
     n, p = (int(v) for v in _NpyMember(fname, "shape").read())
@@ -319,6 +320,7 @@ def _csr_columns(fname, cols) -> sp.csr_matrix:
     if offset != indptr[-1]:
         raise InputError(f"{fname}: {offset} stored values, but indptr says {indptr[-1]}")
     cat = (lambda parts, dt: np.concatenate(parts) if parts else np.empty(0, dtype=dt))  # noqa: E731
+    import scipy.sparse as sp
     X = sp.csr_matrix((cat(kept_vals, np.float64), (cat(kept_rows, np.int64), cat(kept_cols, np.int64))),
                       shape=(n, cols.size))
     X.sum_duplicates()
@@ -471,6 +473,7 @@ class LibsvmSource(FileSource):
         y = np.concatenate(labels) if labels else np.empty(0)
         if y.size == 0:
             raise InputError(f"{path}: no samples found")
+        import scipy.sparse as sp
         X = sp.csr_matrix((data, indices, indptr), shape=(y.size, width))
         X.sum_duplicates()
         return X, y
@@ -516,6 +519,7 @@ class LibsvmSource(FileSource):
         yield from self._chunks(self.path, start, stop, chunk_rows)
 
     def _chunks(self, path, start, stop, chunk_rows):
+        import scipy.sparse as sp
         from .libsvm import rechunk
         for labels, indptr, indices, data in rechunk(self._blocks(path), start, stop, chunk_rows):
             if self.index_base:

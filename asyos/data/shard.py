@@ -18,9 +18,9 @@ column gets scale 0: it becomes the zero column, which no learner selects.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from .dataset import as_float_matrix, check_scale
+from .sparse import issparse
 
 # a column whose spread is below this fraction of its magnitude is constant up to rounding
 CONSTANT_TOLERANCE = 1e-10
@@ -35,13 +35,14 @@ class FeatureShard:
                         else np.asarray(columns, dtype=np.intp))
         if self.columns.shape != (self.n_local,):
             raise ValueError(f"{self.columns.size} column indices for a shard of {self.n_local} columns")
-        self.sparse = sp.issparse(X)
+        self.sparse = issparse(X)
         self.standardized = bool(standardize)
         self.offsets = np.zeros(self.n_local)       # what was subtracted from each column
         self.scales = np.ones(self.n_local)         # then what it was multiplied by
         self._shift = None                          # sparse, centred: offsets * scales, subtracted on access
         n = max(self.n_samples, 1)
         if self.sparse:
+            import scipy.sparse as sp
             self.XT = sp.csr_matrix(X.T)
             self.XT.sort_indices()
             self._scratch = np.zeros(self.n_samples)

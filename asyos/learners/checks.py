@@ -6,8 +6,8 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import scipy.sparse as sp
 
+from ..data.sparse import issparse
 from ..errors import InputError
 
 
@@ -42,4 +42,4 @@ def check_positive_float(value, name, allow_none=False, minimum=0.0, inclusive=F
 def columns_dense(X, support):
     """Dense ``(n, len(support))`` block of the given columns."""
     block = X[:, support]
-    return block.toarray() if sp.issparse(block) else np.asarray(block)
+    return block.toarray() if issparse(block) else np.asarray(block)

@@ -22,10 +22,9 @@ the estimate.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator, eigsh
 
 from ...data.shard import CenteredRows
+from ...data.sparse import issparse
 from ...errors import InputError
 
 EXACT_GRAM_LIMIT = 384
@@ -40,11 +39,12 @@ def largest_eigenvalue_of_gram(block) -> float:
     centred = isinstance(block, CenteredRows)
     if k <= EXACT_GRAM_LIMIT:
         gram = block.gram() if centred else block @ block.T
-        gram = gram.toarray() if sp.issparse(gram) else gram
+        gram = gram.toarray() if issparse(gram) else gram
         if not np.all(np.isfinite(gram)):       # LinAlgError otherwise ("Eigenvalues did not converge")
             raise InputError("the data's Gram matrix overflows float64 (values too large to square); rescale the "
                              "data")
         return float(np.linalg.eigvalsh(gram)[-1])
+    from scipy.sparse.linalg import LinearOperator, eigsh
     matvec = block.matvec if centred else (lambda v: block @ (block.T @ v))
     op = LinearOperator((k, k), matvec=matvec, dtype=np.float64)
     return float(eigsh(op, k=1, which="LA", v0=np.ones(k), tol=1e-6, return_eigenvectors=False)[0])

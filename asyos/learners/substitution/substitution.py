@@ -63,7 +63,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.linalg.blas import daxpy
 
 from ...errors import DivergenceError
 from . import kernels as _kernels
@@ -73,6 +72,12 @@ ACTION_NAMES = {ENTER: "enter", SUBSTITUTE: "substitute", REJECT: "reject"}
 VARIANTS = ("exchange", "kdd16")
 # a column whose curvature x^T H x is below this fraction of n is flat on the samples that count
 CURVATURE_FLOOR = 1e-10
+
+
+def _axpy(x, y, a) -> None:
+    """``y += a x`` in place (BLAS's daxpy, which scipy.linalg would give at 0.3 s of start-up: the
+    numpy path runs small problems, where a process's start-up is most of its time)."""
+    y += a * x
 
 
 class SubstitutionState:
@@ -198,8 +203,8 @@ class SubstitutionState:
                 # delta of the substitution: add x_j w_j, remove x_k* (w_k* + dw_k*)
                 u_next = self._u_next
                 np.add(u, delta, out=u_next)
-                daxpy(xj, u_next, a=wj)
-                daxpy(XS[k], u_next, a=-new_w[k])
+                _axpy(xj, u_next, wj)
+                _axpy(XS[k], u_next, -new_w[k])
                 f_prev = self.loss.value(self.y, u)
                 f_next = self.loss.value(self.y, u_next)
                 w_k = self.w[k]
@@ -210,10 +215,10 @@ class SubstitutionState:
             else:
                 action = SUBSTITUTE
             if action == SUBSTITUTE:
-                daxpy(xj, delta, a=wj)
-                daxpy(XS[k], delta, a=-new_w[k])
+                _axpy(xj, delta, wj)
+                _axpy(XS[k], delta, -new_w[k])
         if action == ENTER:
-            daxpy(xj, delta, a=wj)
+            _axpy(xj, delta, wj)
         self._pending = (action, j, xj, wj, k)
         return action
 
@@ -249,7 +254,7 @@ class SubstitutionState:
         wj = -gj / cj
         if m < self.budget:
             wj *= self.entry_scale
-            daxpy(xj, delta, a=wj)
+            _axpy(xj, delta, wj)
             self._pending = (ENTER, j, xj, wj, m)
             return ENTER
         a = np.dot(XS, v, out=self._a[:m])                          # a_jk = x_k^T H x_j
@@ -268,14 +273,14 @@ class SubstitutionState:
                 f_keep = self.loss.value(self.y, u_keep)
                 u_next = self._u_next
                 np.copyto(u_next, u_keep)
-                daxpy(xj, u_next, a=wj)
-                daxpy(XS[k], u_next, a=wk)
+                _axpy(xj, u_next, wj)
+                _axpy(XS[k], u_next, wk)
                 action = SUBSTITUTE if self.loss.value(self.y, u_next) < f_keep else REJECT
                 self._record_check(True, action)
             if action == SUBSTITUTE:
                 wj *= self.entry_scale
-                daxpy(xj, delta, a=wj)
-                daxpy(XS[k], delta, a=wk)
+                _axpy(xj, delta, wj)
+                _axpy(XS[k], delta, wk)
         self._pending = (action, j, xj, wj, k)
         return action
 
@@ -333,7 +338,7 @@ class SubstitutionState:
         action, j, xj, wj, k = self._pending
         if action != ENTER or abs(wj) >= level * self.entry_scale:
             return False
-        daxpy(xj, delta, a=-wj)
+        _axpy(xj, delta, -wj)
         self._pending = (REJECT, j, xj, wj, k)
         return True
 
@@ -363,7 +368,7 @@ class SubstitutionState:
         k = 0
         while k < self.size:
             if abs(self.w[k]) < threshold:
-                daxpy(self.XS[k], delta, a=-self.w[k])
+                _axpy(self.XS[k], delta, -self.w[k])
                 dropped.append(int(self.slots[k]))
                 last = self.size - 1
                 if k != last:
