@@ -14,7 +14,8 @@ import pytest
 from tests.conftest import REPO
 from tests.launch.mpirun import MPIEXEC, asyos_run
 
-PROBLEM = ["--n-features", "20000", "--n-informative", "40", "--seed", "4"]
+# an asynchronous phase of about 3 s here: long enough to stop half way (checkpoints every 0.3 s)
+PROBLEM = ["--n-features", "10000", "--n-informative", "40", "--seed", "4"]
 
 
 def stop_half_way(nprocs, args, directory, timeout=120):
