@@ -68,6 +68,10 @@ PROFILES = {
     "quick": {"n": 200, "p": 1000, "s": {"regression": 16, "classification": 16},
               "noise": {"regression": 0.1, "classification": 0.0}, "passes": 2, "seeds": 2,
               "workers": [1, 4], "fresh_workers": 4, "replay_seeds": 1, "slacks": [1.0, 0.5]},
+    # smoke (tests/test_benchmarks.py): the quick profile's code paths on one seed of a smaller problem
+    "smoke": {"n": 120, "p": 400, "s": {"regression": 8, "classification": 8},
+              "noise": {"regression": 0.1, "classification": 0.0}, "passes": 2, "seeds": 1,
+              "workers": [1, 4], "fresh_workers": 4, "replay_seeds": 1, "slacks": [1.0, 0.5]},
 }
 REPLAY_COSTS = Costs(step_base_s=20e-6, step_per_retained_s=0.35e-6, step_protocol_s=1e-6, push_send_s=2e-6,
                      latency_s=2e-6, bandwidth_bytes_per_s=5e9, central_service_s=24e-6)
