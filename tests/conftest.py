@@ -35,20 +35,35 @@ def compile_bytecode():
     compileall.compile_dir(os.path.join(REPO, "asyos"), quiet=1, workers=0)
 
 
+# numba's kernels, compiled in two processes at once (the sample-stream loops take as long as the rest)
+WARM_UPS = (
+    "from asyos.learners.substitution.kernels import warm_up; warm_up('numba')\n"
+    "from asyos.data.libsvm import warm_up; warm_up()\n"
+    "import numpy as np; from asyos.learners.averages.running_averages import OLasso\n"
+    "OLasso(budget=1).fit(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([1.0, 0.5, 2.0]))\n",
+    "from asyos.learners.stream.stream_learners import warm_up; warm_up()\n",
+)
+
+
 def compile_kernels():
-    """Compile numba's kernels (the OS step, the sample-stream loops) once, before any test starts
-    a process. From a clean clone every process that needs one compiles it until one of them has
+    """Compile numba's kernels (the OS step, the libsvm parser, the running averages' coordinate
+    descent, the sample-stream loops and their one-row preparation) once, before any test starts a
+    process. From a clean clone every process that needs one compiles it until one of them has
     written numba's cache: the OS step takes 9 s, the sample-stream loops 27 s (measured here), and a
-    13-rank job compiled the OS step 13 times at once."""
+    13-rank job compiled the OS step 13 times at once. The suite from a clean clone took 669 s when the
+    libsvm parser, the coordinate descent and the one-row preparation were left to the tests (which
+    ranks and CLI runs compiled at once), 562 s with every kernel in the cache."""
     if os.environ.get("ASYOS_KERNELS") == "numpy":
         return
-    import warnings
-    from asyos.learners.substitution.kernels import warm_up
-    from asyos.learners.stream.stream_learners import warm_up as warm_up_stream
-    warm_up("numba")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")              # the learners fit two rows: their quality warnings
-        warm_up_stream()
+    import subprocess
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PYTHONWARNINGS="ignore")           # the learners fit two rows: their quality warnings
+    procs = [subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for code in WARM_UPS]
+    for proc, code in zip(procs, WARM_UPS):
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"compiling the kernels failed ({code.strip()}):\n{out}{err}")
 
 
 # Seconds a test of these files takes, about (measured with --durations on this project's 2-core

@@ -26,3 +26,6 @@ def warm_up() -> None:
     y = np.array([1.0, -1.0])
     for cls in all_stream_learners():
         cls(**cls._smoke_params()).fit(X, y)
+    cls = all_stream_learners()[0]                  # learn_one's row preparation: an array row, a dict row
+    cls(**cls._smoke_params()).learn_one(np.array([1.0, 0.0, 2.0]), 1.0)
+    cls(**cls._smoke_params()).learn_one({"a": 1.0, "b": 2.0}, 1.0)
