@@ -10,9 +10,10 @@ features, ``n = ceil(1.2 s log2 p)``; regression ``y = X w* + 0.1 e``, classific
 * ``lars`` (regression): scikit-learn's ``Lars(n_nonzero_coefs=s)``, LAR to ``s`` features;
 * ``lasso-path`` (regression): scikit-learn's ``lars_path(method="lasso")``, the lasso path up to the
   last point with at most ``s`` features;
-* ``l1-logistic`` (classification): scikit-learn's ``LogisticRegression(penalty="l1",
-  solver="liblinear")``, ``C`` bisected on a log scale from ``l1_min_c`` (16 fits at most) to the
-  largest ``C`` tried that keeps at most ``s`` features.
+* ``l1-logistic`` (classification): scikit-learn's L1 ``LogisticRegression`` (liblinear, no
+  intercept), ``C`` searched as ``LassoToBudget`` searches it (``asyos.learners.budget_search``:
+  doubled from ``l1_min_c``, then 8 bisections in ``log C``), the largest ``C`` tried that keeps at
+  most ``s`` features.
 
 Every fit runs in a process of its own (``OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1``, abess's
 ``thread=1``: every side single-threaded), which generates the same seeded data and reports the
@@ -27,16 +28,17 @@ same problem and seed (the mean of the per-seed ratios): the goal of OS is at mo
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 
 from asyos.benchmarking.common import Run, choose_profile, fmt, mean_std, parser, print_table
+from asyos.process_stats import peak_rss_bytes
 
 PROFILES = {
     "paper": {"ps": [2_000, 20_000, 100_000], "s": 100, "seeds": 3, "timeout": 3600},
@@ -94,26 +96,24 @@ def _lasso_path():
 
 
 def _l1_logistic():
-    from sklearn.linear_model import LogisticRegression
     from sklearn.svm import l1_min_c
-    # the l1 penalty in the installed scikit-learn's terms (``penalty`` is deprecated from 1.8 on)
-    deprecated = inspect.signature(LogisticRegression.__init__).parameters["penalty"].default == "deprecated"
-    l1 = {"l1_ratio": 1.0} if deprecated else {"penalty": "l1"}
+    from asyos.learners.baselines.batch import _l1_classifier
+    from asyos.learners.budget_search import search_l1_weight
 
     def fit(X, y, s, task):
-        low = float(l1_min_c(X, y, loss="log"))        # below it nothing is selected
-        high, best = low * 1e4, np.empty(0, dtype=np.intp)
-        for _ in range(16):
-            c = float(np.sqrt(low * high))
-            model = LogisticRegression(solver="liblinear", C=c, max_iter=200, **l1).fit(X, y)
-            support = np.flatnonzero(model.coef_.ravel())
-            if support.size > s:
-                high = c
-            else:
-                low, best = c, support
-                if support.size == s:
-                    break
-        return best
+        """The largest C (the smallest l1 weight 1/C) whose L1-logistic model keeps at most ``s``
+        features: C doubled from ``l1_min_c`` (below it nothing is selected), then bisected in log C,
+        as ``LassoToBudget`` searches its C."""
+        def fit_at(weight, warm):
+            coef = _l1_classifier("logistic", 1.0 / weight).fit(X, y).coef_.ravel()
+            return coef, int(np.count_nonzero(coef))
+        c_min = float(l1_min_c(X, y, loss="log", fit_intercept=False))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=Warning)
+            found = search_l1_weight(fit_at, s, 1.0 / c_min, factor=2.0, max_expand=40, max_bisect=8,
+                                     max_steps=48, precision=0.0, known={1.0 / c_min: (None, 0)}, warm=False)
+        best = found.at_most()
+        return np.empty(0, dtype=np.intp) if best is None or best.model is None else np.flatnonzero(best.model)
     return fit
 
 
@@ -130,16 +130,8 @@ def fit_one(method, task, p, s, seed) -> dict:
     support = fit(X, y, s, task)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     return {"cpu_s": cpu, "wall_s": wall, "selected": int(support.size),
-            "recall": float(np.isin(truth, support).mean()), "peak_rss_mb": _peak_rss_mb(),
+            "recall": float(np.isin(truth, support).mean()), "peak_rss_mb": peak_rss_bytes() / 2 ** 20,
             "data_mb": X.nbytes / 1e6, "n": int(X.shape[0])}
-
-
-def _peak_rss_mb():
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1e3
-    return None
 
 
 # -------------------------------------------------------------------------------- the run (parent)

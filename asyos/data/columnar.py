@@ -530,11 +530,12 @@ class ColumnSource(FileSource):
             if self.sparse:
                 import scipy.sparse as sp
                 block = sp.vstack(parts).T.tocsr()
+                check_finite(block.data, f"{self.name}: rows {lo}:{hi}")
+                block = block.astype(np.float64)
             else:
                 block = np.concatenate(parts).T.astype(np.float64)
-            values = block.data if self.sparse else block
-            check_finite(values, f"{self.name}: rows {lo}:{hi}")
-            yield (block.astype(np.float64) if self.sparse else block), y[lo:hi]
+                check_finite(block, f"{self.name}: rows {lo}:{hi}")
+            yield block, y[lo:hi]
 
     def iter_rows(self, start=0, stop=None, chunk_rows=4096):
         start, stop = _row_range(start, stop, self.n_train)
