@@ -6,7 +6,8 @@ Usage::
 
 The process whose ``PMI_RANK`` is ``RANK`` injects ``MODE`` ``AFTER_S`` seconds after the wrapper
 started (``signal.setitimer(ITIMER_REAL)`` and a SIGALRM handler, so nothing of asyos' internals is
-patched and the fault lands wherever the rank happens to be):
+patched and the fault lands wherever the rank happens to be; an exception is never raised inside a callback
+from C, which would drop it, but as soon as the rank is back in Python code):
 
 * ``freeze``: SIGSTOP to itself (the process stays alive but never runs again);
 * ``exit0`` / ``exit1``: ``sys.exit(0)`` / ``sys.exit(1)`` raised from the handler;
@@ -67,9 +68,32 @@ def where(frame, depth: int = 16) -> str:
     return " > ".join(reversed(names)) or "?"
 
 
+# Modes that raise from the handler, and the code that calls Python back from C and ignores what it
+# raises: numba's object cache, which llvmlite calls through ctypes while a rank compiles a kernel
+# (a clean clone's CI once caught ``raise`` there: "Exception ignored on calling ctypes callback
+# function", and the run finished with exit 0).
+RAISING = ("exit0", "exit1", "raise")
+CALLBACKS = (f"{os.sep}llvmlite{os.sep}",)
+RETRY_S = 0.02
+
+
+def in_callback(frame) -> bool:
+    """Whether ``frame`` runs inside a callback from C whose exceptions are printed and dropped."""
+    while frame is not None:
+        if any(part in frame.f_code.co_filename for part in CALLBACKS):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def arm(mode: str, rank: str, after_s: float, t0: float):
-    """Set a one-shot real-time timer that announces the fault on stderr and then injects it."""
+    """Set a one-shot real-time timer that announces the fault on stderr and then injects it; an
+    exception that would be raised inside a callback from C (and dropped there) waits until the
+    rank is back in Python code that propagates it, checked every ``RETRY_S``."""
     def handler(_signum, frame):
+        if mode in RAISING and in_callback(frame):
+            signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+            return
         now = time.time()
         marker = f"inject_fault: rank {rank} {mode} at {now - t0:.2f} s (epoch {now:.3f}) in {where(frame)}\n"
         os.write(2, marker.encode())        # unbuffered: written even if the next step kills us
