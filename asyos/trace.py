@@ -100,6 +100,10 @@ class ObjectiveTrace(_ElapsedClock):
             return self.clock() - self.start >= self._pacing.next_at
         return steps >= self._next
 
+    def steps_until_due(self, steps: int):
+        """Steps until a row is due after ``steps`` (``None`` when rows are paced by the clock)."""
+        return None if self.auto else self._next - steps
+
     def record(self, central):
         """One row now (also call at the start and at the end of a run)."""
         began = self.clock()

@@ -70,6 +70,11 @@ class Central:
             self.monitor(self)
         return True
 
+    def record_fresh(self, count: int) -> None:
+        """Count ``count`` pushes applied elsewhere that nobody's step preceded (staleness 0: the
+        loopback's compiled visits, ``Worker.visit_batch``, apply their own)."""
+        self._hist[0] += count
+
     def serve(self, worker: int, push: np.ndarray, reply: np.ndarray, threshold=None) -> bool:
         """Take the push message ``push`` of worker ``worker`` (``wire.push_buffer``) and write the
         answer into ``reply`` (``wire.reply_buffer``): ``u_C``, its version, whether the push was

@@ -186,4 +186,278 @@ def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check,
     return action, k, wj, checked
 
 
+# ``loopback_visits``' counters (an int64 array the caller keeps between calls)
+C_PASS, C_POS, C_CHANGES, C_PASSES_RUN, C_SIZE, C_STEPS, C_CHECKS, C_CHECK_REJECTIONS, C_EVENTS, C_VERSION, \
+    C_APPLIED, C_STATUS, C_LAST_J = range(13)
+N_COUNTERS = 13
+RUNNING, DONE, STOPPED_DIVERGED = 0, 1, 2
+
+
+@jit
+def loopback_visits(code, XT, order, retained, counters, passes, auto_passes, min_auto_passes, visits,
+                    XS, w, curv, slots, u, y, retained_scale, budget, check, floor, entry_scale, owns_intercept,
+                    intercept, g, h, v, gS, dw, a, c, u_next, tmp, view, hess, delta,
+                    ev_step, ev_pass, ev_local, ev_enter, ev_weight, gram, G, R, W, colsum, Gdw):
+    """Up to ``visits`` feature visits of sequential OS (the exchange variant) against the in-process
+    central node: what ``loopback.run_loopback`` does one Python call at a time (``Worker._next_feature``,
+    the intercept's Newton step, ``exchange_step``, ``Central.apply``, ``Worker.commit``), the same
+    arithmetic in the same order, in one compiled call. ``counters`` (``C_*``) carry the cursor and
+    the tallies in and out; entries and departures go to the ``ev_*`` arrays (two per visit at
+    most). Returns ``intercept`` after the visits; ``counters[C_STATUS]`` says whether the passes are
+    done or the weights diverged (``C_LAST_J``: the feature whose step did).
+
+    ``gram`` (the squared loss): the visits run on maintained products instead (``gram_visit``);
+    ``G`` (the retained columns' Gram matrix) is kept between calls once built (``gram[0]``)."""
+    p_local = order.shape[0]
+    n = u.shape[0]
+    m = counters[C_SIZE]
+    counters[C_STATUS] = RUNNING
+    use_gram = gram.shape[0] > 0 and code == SQUARED
+    T = 0.0
+    if use_gram:
+        T = gram_begin(XS, m, u, y, gram, G, R, W, colsum)
+    for _ in range(visits):
+        # Worker._next_feature (no other workers to watch)
+        pass_index, pos, changes = counters[C_PASS], counters[C_POS], counters[C_CHANGES]
+        j = -1
+        while pass_index < passes:
+            while pos < p_local:
+                if not retained[order[pos]]:
+                    j = order[pos]
+                    break
+                pos += 1
+            if j >= 0:
+                break
+            if auto_passes and pass_index + 1 >= min_auto_passes and changes == 0:
+                pass_index = passes
+                break
+            pass_index, pos, changes = pass_index + 1, 0, 0
+        if j < 0:
+            counters[C_PASS], counters[C_POS], counters[C_CHANGES] = pass_index, pos, changes
+            counters[C_STATUS] = DONE
+            if use_gram:
+                gram_end(XS, m, u, W, tmp)
+            return intercept
+        counters[C_PASS], counters[C_POS], counters[C_CHANGES] = pass_index, pos + 1, changes
+        counters[C_PASSES_RUN] = max(counters[C_PASSES_RUN], pass_index + 1)
+        counters[C_LAST_J] = j
+        xj = XT[j]
+        if use_gram:
+            action, k, wj, checked, b, T = gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor,
+                                                     entry_scale, owns_intercept, T, G, R, W, colsum, Gdw, gS, dw, a)
+            if action == -1:
+                counters[C_STATUS] = STOPPED_DIVERGED
+                gram_end(XS, m, u, W, tmp)
+                return intercept
+        # Worker.propose: the intercept's step, then the feature's at u + b
+        point = u
+        if not use_gram:
+            b = 0.0
+            if owns_intercept:
+                b = intercept_step(code, y, u, g, hess)
+                for i in range(n):
+                    view[i] = u[i] + b
+                point = view
+            action, k, wj, checked = exchange_step(code, XS, m, w, curv, point, y, xj, retained_scale, budget, check,
+                                                   floor, entry_scale, g, h, v, gS, dw, a, c, u_next, tmp, delta)
+            if action == -1:
+                counters[C_STATUS] = STOPPED_DIVERGED
+                return intercept
+            if owns_intercept:
+                for i in range(n):
+                    delta[i] += b
+            # Central.apply (a loopback push is never stale)
+            for i in range(n):
+                u[i] += delta[i]
+            for i in range(m):
+                w[i] += dw[i]
+        if checked:
+            counters[C_CHECKS] += 1
+            if action == 3:
+                counters[C_CHECK_REJECTIONS] += 1
+        counters[C_VERSION] += 1
+        counters[C_APPLIED] += 1
+        # Worker.commit / SubstitutionState.commit
+        counters[C_STEPS] += 1
+        intercept += b
+        if action != 3:
+            left = -1
+            if action == 2:
+                left = slots[k]
+            else:
+                m += 1
+            for i in range(n):
+                XS[k, i] = xj[i]
+            w[k] = wj
+            slots[k] = j
+            if not use_gram:
+                curv[k] = np.dot(xj, xj)
+            counters[C_CHANGES] += 1
+            retained[j] = True
+            e = counters[C_EVENTS]
+            if left >= 0:
+                retained[left] = False
+                ev_step[e], ev_pass[e], ev_local[e], ev_enter[e], ev_weight[e] = \
+                    counters[C_STEPS], pass_index, left, False, 0.0
+                e += 1
+            ev_step[e], ev_pass[e], ev_local[e], ev_enter[e], ev_weight[e] = \
+                counters[C_STEPS], pass_index, j, True, w[k]
+            counters[C_EVENTS] = e + 1
+            counters[C_SIZE] = m
+    if use_gram:
+        gram_end(XS, m, u, W, tmp)
+    return intercept
+
+
+@jit
+def gram_begin(XS, m, u, y, gram, G, R, W, colsum):
+    """The maintained products of ``gram_visit`` at the start of a call: ``G = X_S X_S^T`` (once:
+    later calls find it kept), ``R = X_S (u - y)``, the row sums of ``X_S``, ``W = 0``; returns
+    ``T = 1^T (u - y)``."""
+    n = u.shape[0]
+    if gram[0] == 0:
+        for i in range(m):
+            for k in range(i + 1):
+                product = np.dot(XS[i], XS[k])
+                G[i, k] = product
+                G[k, i] = product
+        gram[0] = 1
+    T = 0.0
+    for i in range(n):
+        T += u[i] - y[i]
+    for k in range(m):
+        total, rk = 0.0, 0.0
+        for i in range(n):
+            total += XS[k, i]
+            rk += XS[k, i] * (u[i] - y[i])
+        colsum[k], R[k], W[k] = total, rk, 0.0
+    return T
+
+
+@jit
+def gram_end(XS, m, u, W, tmp):
+    """``u += X_S^T W``: the retained steps the visits deferred (``gram_visit``)."""
+    if m > 0:
+        np.dot(W[:m], XS[:m], tmp)
+        for i in range(u.shape[0]):
+            u[i] += tmp[i]
+    W[:] = 0.0
+
+
+@jit
+def gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, entry_scale, owns_intercept,
+               T, G, R, W, colsum, Gdw, gS, dw, a):
+    """One visit of sequential OS's exchange step under the squared loss on maintained products,
+    committed and applied: the decisions of ``exchange_step`` (and of ``intercept_step`` before it)
+    from the same quantities, computed another way. The true ``u`` is ``u + X_S^T W``: line 6's
+    steps of the retained weights are summed in ``W`` (``gram_end`` adds them to ``u``) instead of
+    being added to ``u`` at every visit, and ``X_S g``, which they change, is kept up to date as
+    ``R = X_S (u_true - y)`` through ``G = X_S X_S^T`` (``O(s^2)`` a visit instead of ``O(n s)``);
+    the decrease check is the squared loss's change in closed form. What is left of ``O(n s)`` is
+    ``a = X_S x_j`` (which the exchange score needs, and ``x_j^T (u_true - y)`` with it): one product
+    a visit instead of three. Returns ``(action, k, w_j, checked, b, T)`` with ``b`` the intercept's
+    step and ``T = 1^T (u_true - y)`` after the visit; ``action`` is ``-1`` when the weights
+    overflow (nothing committed then)."""
+    n = u.shape[0]
+    # x_j^T (u - y), 1^T x_j, x_j^T x_j in one pass
+    rj, sx, cj = 0.0, 0.0, 0.0
+    for i in range(n):
+        x = xj[i]
+        rj += x * (u[i] - y[i])
+        sx += x
+        cj += x * x
+    if m > 0:
+        np.dot(XS[:m], xj, a[:m])
+    sW = 0.0
+    aW = 0.0
+    for i in range(m):
+        sW += colsum[i] * W[i]
+        aW += a[i] * W[i]
+    b = 0.0
+    if owns_intercept:
+        b = -(T + sW) / n                       # the intercept's Newton step: h = 1 on every sample
+    guard = 0.0
+    for i in range(m):
+        gS[i] = R[i] + b * colsum[i]
+        dw[i] = gS[i] * retained_scale
+        guard += gS[i] * gS[i]
+    gj = rj + aW + b * sx
+    if not math.isfinite(gj * gj + guard):
+        return -1, 0, gj, False, 0.0, T
+    action, k, wj, checked = 3, m, 0.0, False
+    wk = 0.0
+    if cj > floor:
+        wj = -gj / cj
+        if m < budget:
+            wj *= entry_scale
+            action = 1                                                  # ENTER
+        else:
+            best = math.inf
+            for i in range(m):
+                gp = gj - w[i] * a[i]
+                net = -w[i] * gS[i] + 0.5 * w[i] * w[i] * curv[i] - 0.5 * gp * gp / cj
+                if net < best:
+                    k, best = i, net
+            if best < 0.0:
+                wj = -(gj - w[k] * a[k]) / cj
+                wk = -(w[k] + dw[k])
+                action = 2                                              # SUBSTITUTE
+                if check:
+                    # n (f_next - f_keep) x 2 for d = w_j x_j + w_k x_k at r_keep = u + b + X_S^T dw - y
+                    adw, gkdw = 0.0, 0.0
+                    for i in range(m):
+                        adw += a[i] * dw[i]
+                        gkdw += G[k, i] * dw[i]
+                    change = (2.0 * (wj * (gj + adw) + wk * (gS[k] + gkdw))
+                              + wj * wj * cj + 2.0 * wj * wk * a[k] + wk * wk * G[k, k])
+                    checked = True
+                    if not change < 0.0:
+                        action = 3
+                if action == 2:
+                    wj *= entry_scale
+    # the step: line 6 deferred, the intercept and the exchange applied to u
+    for i in range(m):
+        total = 0.0
+        for q in range(m):
+            total += G[i, q] * dw[q]
+        Gdw[i] = total
+    adw = 0.0
+    for i in range(m):
+        adw += a[i] * dw[i]
+        W[i] += dw[i]
+        w[i] += dw[i]
+    if b != 0.0:
+        for i in range(n):
+            u[i] += b
+        T += n * b
+    if action == 3:
+        for i in range(m):
+            R[i] = gS[i] + Gdw[i]
+        return action, k, wj, checked, b, T
+    if action == 1:
+        for i in range(m):
+            R[i] = gS[i] + Gdw[i] + wj * a[i]
+        R[m] = gj + adw + wj * cj
+    else:
+        for i in range(m):
+            R[i] = gS[i] + Gdw[i] + wj * a[i] + wk * G[i, k]
+        R[k] = gj + adw + wj * cj + wk * a[k]
+        out = W[k] + wk                          # x_k leaves: its deferred steps and its weight
+        for i in range(n):
+            u[i] += out * XS[k, i]
+        T += out * colsum[k]
+        W[k] = 0.0
+    for i in range(n):
+        u[i] += wj * xj[i]
+    T += wj * sx
+    for i in range(m):
+        G[i, k] = a[i]
+        G[k, i] = a[i]
+    G[k, k] = cj
+    colsum[k] = sx
+    curv[k] = cj
+    W[k] = 0.0
+    return action, k, wj, checked, b, T
+
+
 _compiled_losses.refresh_cache(globals())

@@ -7,7 +7,11 @@ arithmetic, in the same order, as the numpy path of ``SubstitutionState.propose`
 reference the tests compare against): the gradient ``n dL/du`` (KDD'16 eqs. 4-5), ``X_S^T g`` and
 ``X_S dw`` through BLAS, ``w_j`` (Alg. 1 line 7), the weakest retained weight (line 11), the
 decrease check (line 12) and ``delta``; ``exchange_step`` is the same for the exchange variant
-(``substitution.py``), and ``intercept_step`` the Newton step of the intercept.
+(``substitution.py``), and ``intercept_step`` the Newton step of the intercept. ``loopback_visits`` runs
+many steps of sequential OS (the exchange variant) in one call, its Python loop compiled
+(``Worker.visit_batch``); under the squared loss its visits keep ``X_S (u - y)`` and the retained
+columns' Gram matrix up to date instead of recomputing them (``gram_visit``): one product with
+``X_S`` a visit instead of three.
 
 Backends: ``ASYOS_KERNELS=numba|numpy|auto``. ``auto`` (the default) takes the compiled step when
 numba is installed and the learner has at least ``AUTO_MIN_STEPS`` steps to take (passes x its
@@ -83,6 +87,12 @@ def intercept_kernel():
     return module.intercept_step if module else None
 
 
+def visits_kernel():
+    """The compiled ``loopback_visits`` (sequential OS's visits in one call), or ``None`` without numba."""
+    module = _module()
+    return module.loopback_visits if module else None
+
+
 def warm_up(chosen: str) -> None:
     """With ``chosen == "numba"``: compile the step, or load it from numba's cache (a few tenths of
     a second), now rather than inside a timed run; call it during set-up."""
@@ -97,3 +107,11 @@ def warm_up(chosen: str) -> None:
         propose_kernel()(code, XS, 0, w, np.zeros(n), y, x, -0.1, -0.1, 2, True, 0.0, *scratch)
         exchange_kernel()(code, XS, 0, w, w, np.zeros(n), y, x, -0.1, 2, True, 0.0, 1.0, *exchange_scratch)
         intercept_kernel()(code, y, np.zeros(n), scratch[0], scratch[4])
+    module = _module()
+    counters = np.zeros(module.N_COUNTERS, dtype=np.int64)
+    order, events = np.arange(2), np.zeros(2, dtype=np.int64)
+    visits_kernel()(LOSS_CODES["squared"], np.ones((2, n)), order, np.zeros(2, dtype=np.bool_), counters, 1, False, 2,
+                    0, XS, w, w.copy(), np.zeros(cap, dtype=np.intp), np.zeros(n), y, -0.1, 2, True, 0.0, 1.0,
+                    True, 0.0, *exchange_scratch[:-1], np.empty(n), np.empty(n), exchange_scratch[-1],
+                    events, events, events, np.zeros(2, dtype=np.bool_), np.zeros(2), np.zeros(1, dtype=np.int64),
+                    np.zeros((cap, cap)), *(np.zeros(cap) for _ in range(4)))

@@ -1,0 +1,133 @@
+"""Sequential OS's compiled visits (``Worker.visit_batch``, ``loopback.BATCH_VISITS`` steps a call)
+against the same loop one Python call a step. With ``Worker.gram_visits`` off the arithmetic is the
+same in the same order, so the model is the same to the last bit, with the same selection log,
+trace rows and counters, whatever the batch size. With it on (the default), the squared loss's
+visits run on maintained products (``_compiled_step.gram_visit``): the same decisions, the numbers
+equal to rounding. A run stopped between batches resumes to the same model; a diverging step is
+reported as in the step-by-step loop."""
+import numpy as np
+import pytest
+
+from asyos import OnlineSubstitution
+from asyos.checkpoint import Checkpointer, RunInterrupted
+from asyos.data.synthetic import make_classification, make_regression
+from asyos.errors import DivergenceError
+from asyos.protocol import loopback
+from asyos.protocol.central import Central
+from asyos.protocol.worker import Worker
+from asyos.data.shard import FeatureShard
+from asyos.losses import get_loss
+
+PROBLEMS = {
+    "squared": (make_regression(n_features=600, n_informative=20, n_samples=150, seed=3), "auto", True),
+    "squared_hinge": (make_classification(n_features=500, n_informative=20, n_samples=160, seed=4), "auto", True),
+    "logistic": (make_classification(n_features=400, n_informative=15, n_samples=140, seed=5), "logistic", False),
+}
+
+
+def fitted(monkeypatch, batch, problem, gram=False, **params):
+    data, loss, intercept = PROBLEMS[problem]
+    monkeypatch.setattr(Worker, "gram_visits", gram)
+    monkeypatch.setenv("ASYOS_KERNELS", "numba")
+    monkeypatch.setattr(loopback, "BATCH_VISITS", batch)
+    return OnlineSubstitution(budget=12, loss=loss, fit_intercept=intercept, trace_every=37,
+                              **params).fit(data.X, data.y)
+
+
+@pytest.mark.parametrize("problem", sorted(PROBLEMS))
+def test_batches_give_the_step_by_step_model_to_the_last_bit(problem, monkeypatch):
+    one = fitted(monkeypatch, 1, problem)
+    assert one.n_steps_ > 600                                   # several passes, substitutions among them
+    assert sum(row["event"] == "leave" for row in one.selection_log_) > 0
+    for batch in (7, 256):
+        many = fitted(monkeypatch, batch, problem)
+        assert np.array_equal(many.coef_, one.coef_) and many.intercept_ == one.intercept_
+        assert np.array_equal(many.raw_coef_, one.raw_coef_)
+        assert many.n_steps_ == one.n_steps_ and many.n_passes_ == one.n_passes_
+        assert many.selection_log_ == one.selection_log_
+        for key in ("steps", "version", "objective", "train_error"):
+            assert many.trace_[key] == one.trace_[key], key
+        assert many.objective_selection_ == one.objective_selection_
+
+
+@pytest.mark.parametrize("check", [True, False])
+@pytest.mark.parametrize("intercept", [True, False])
+def test_maintained_products_make_the_same_decisions(check, intercept, monkeypatch):
+    data, _, _ = PROBLEMS["squared"]
+    runs = []
+    for batch, gram in ((1, False), (256, True)):
+        monkeypatch.setattr(Worker, "gram_visits", gram)
+        monkeypatch.setenv("ASYOS_KERNELS", "numba")
+        monkeypatch.setattr(loopback, "BATCH_VISITS", batch)
+        runs.append(OnlineSubstitution(budget=12, fit_intercept=intercept, decrease_check=check,
+                                       trace_every=37).fit(data.X, data.y))
+    one, many = runs
+    assert sum(row["event"] == "leave" for row in one.selection_log_) > 10
+    events = [[(r["step"], r["feature"], r["event"]) for r in run.selection_log_] for run in runs]
+    assert events[0] == events[1]
+    weights = [[r["weight"] for r in run.selection_log_] for run in runs]
+    np.testing.assert_allclose(weights[1], weights[0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(many.coef_, one.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(many.intercept_, one.intercept_, rtol=1e-9, atol=1e-12)
+    assert many.n_steps_ == one.n_steps_ and many.trace_["steps"] == one.trace_["steps"]
+    np.testing.assert_allclose(many.trace_["objective"], one.trace_["objective"], rtol=1e-9)
+
+
+@pytest.mark.parametrize("gram", [False, True])
+def test_the_worker_and_central_counters_match(gram, monkeypatch):
+    data, _, _ = PROBLEMS["squared"]
+    monkeypatch.setenv("ASYOS_KERNELS", "numba")
+    monkeypatch.setattr(Worker, "gram_visits", gram)
+    runs = []
+    for batch in (1, 5):
+        shard = FeatureShard(data.X, standardize=True)
+        worker = Worker(shard, data.y - data.y.mean(), get_loss("squared"), 10, 0.01, passes=3,
+                        variant="exchange", owns_intercept=True)
+        assert worker.batchable()
+        central = Central(shard.n_samples)
+        loopback.run_loopback(worker, central, batch=batch)
+        runs.append((worker, central))
+    (w1, c1), (w5, c5) = runs
+    for name in ("steps", "proposals", "passes_run", "_pass", "_pos", "_pass_changes"):
+        assert getattr(w5, name) == getattr(w1, name), name
+    assert w5.intercept == pytest.approx(w1.intercept, rel=1e-9, abs=1e-12)
+    assert (w5.state.checks, w5.state.check_rejections) == (w1.state.checks, w1.state.check_rejections)
+    assert w1.state.checks > 0
+    assert (c5.version, c5.steps, c5.accepted, c5._hist) == (c1.version, c1.steps, c1.accepted, c1._hist)
+    assert np.array_equal(w5.state.XS, w1.state.XS) and np.array_equal(w5.state.slots, w1.state.slots)
+    if gram:
+        np.testing.assert_allclose(c5.u_ext, c1.u_ext, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(w5.state.w, w1.state.w, rtol=1e-9, atol=1e-12)
+    else:
+        assert np.array_equal(c5.u_ext, c1.u_ext) and np.array_equal(w5.state.w, w1.state.w)
+
+
+@pytest.mark.parametrize("stop_after", [1, 2, 5])
+@pytest.mark.parametrize("problem", ["squared", "squared_hinge"])
+def test_a_run_stopped_between_batches_resumes_to_the_same_model(problem, stop_after, monkeypatch, tmp_path):
+    reference = fitted(monkeypatch, 16, problem, gram=True)
+    data, loss, intercept = PROBLEMS[problem]
+    path = str(tmp_path / "state.ckpt")
+
+    def make():
+        return OnlineSubstitution(budget=12, loss=loss, fit_intercept=intercept, trace_every=37)
+    with pytest.raises(RunInterrupted) as stopped:
+        make().fit(data.X, data.y, checkpoint=Checkpointer(path, None, {}, stop_after=stop_after))
+    assert 0 < stopped.value.progress["steps"] <= 16 * (stop_after - 1) or stop_after == 1
+    resumed = make().fit(data.X, data.y, checkpoint=Checkpointer(path, None, {}, resume=True))
+    assert np.array_equal(resumed.coef_, reference.coef_) and resumed.intercept_ == reference.intercept_
+    assert resumed.selection_log_ == reference.selection_log_
+    assert resumed.trace_["objective"] == reference.trace_["objective"]
+
+
+def test_a_diverging_step_is_reported_with_its_pass_and_feature(monkeypatch):
+    data, _, _ = PROBLEMS["squared"]
+    monkeypatch.setenv("ASYOS_KERNELS", "numba")
+    messages = []
+    for batch in (1, 64):
+        shard = FeatureShard(data.X)          # a retained step 1e4 times too long: |w| grows 1e4-fold a step
+        worker = Worker(shard, data.y, get_loss("squared"), 10, 1e4 * 0.5 / 150, passes=2, variant="exchange")
+        with pytest.raises(DivergenceError) as err:
+            loopback.run_loopback(worker, Central(shard.n_samples), batch=batch)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1] and "(pass 1, feature" in messages[0]
