@@ -114,6 +114,19 @@ def intercept_step(code, y, u, g, h):
     return -g.sum() / curvature
 
 
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract", "nsz"})
+def weighted_squares(XS, m, h, c):
+    """``c_k = sum_i h_i XS[k, i]^2`` for the first ``m`` rows, the sums free to be reordered: a
+    plain loop adds one term at a time (each addition waits for the last) and took 188 us at
+    ``m`` = 100, ``n`` = 1715, two thirds of a squared-hinge exchange step; reordered, the
+    compiler vectorises it: 30 us."""
+    for k in range(m):
+        total = 0.0
+        for i in range(h.shape[0]):
+            total += h[i] * XS[k, i] * XS[k, i]
+        c[k] = total
+
+
 @jit
 def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, entry_scale,
                   g, h, v, gS, dw, a, c, u_next, tmp, delta):
@@ -149,11 +162,7 @@ def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check,
         for k in range(m):
             c[k] = curv[k]
     else:
-        for k in range(m):
-            total = 0.0
-            for i in range(n):
-                total += h[i] * XS[k, i] * XS[k, i]
-            c[k] = total
+        weighted_squares(XS, m, h, c)
     k, best = 0, math.inf
     for i in range(m):
         gp = gj - w[i] * a[i]
