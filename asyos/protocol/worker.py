@@ -335,12 +335,15 @@ class Worker:
 
     def batchable(self) -> bool:
         """Whether ``visit_batch`` can run this worker: sequential OS's exchange step on the compiled
-        kernels, a dense float64 shard, no other workers (no watch, guard, carry or global budget)."""
+        kernels, a float64 shard (dense, or CSR), no other workers (no watch, guard, carry or global
+        budget)."""
         state, XT = self.state, getattr(self.shard, "XT", None)
+        if self.shard.sparse:
+            columns_ok = getattr(XT, "format", None) == "csr" and XT.data.dtype == np.float64
+        else:
+            columns_ok = isinstance(XT, np.ndarray) and XT.dtype == np.float64 and XT.flags.c_contiguous
         return (state.kernels == "numba" and state.variant == "exchange" and state._loss_code is not None
-                and not self.shard.sparse and isinstance(XT, np.ndarray) and XT.dtype == np.float64
-                and XT.flags.c_contiguous and not self._watch_others and not self._guarded
-                and not self._carrying)
+                and columns_ok and not self._watch_others and not self._guarded and not self._carrying)
 
     def visit_batch(self, central, visits: int) -> bool:
         """Up to ``visits`` steps against the in-process ``central`` node in one compiled call
@@ -357,14 +360,20 @@ class Worker:
             size = 2 * max(int(visits), 1)
             self._batch = (np.zeros(module.N_COUNTERS, dtype=np.int64), np.empty(size, dtype=np.int64),
                            np.empty(size, dtype=np.int64), np.empty(size, dtype=np.intp),
-                           np.zeros(size, dtype=np.bool_), np.empty(size), np.empty(self.n),
+                           np.zeros(size, dtype=np.bool_), np.empty(size), np.empty(self.n), np.empty(self.n),
                            *(np.zeros(cap) for _ in range(4)))
-        counters, ev_step, ev_pass, ev_local, ev_enter, ev_weight, view, *scratch = self._batch
+        counters, ev_step, ev_pass, ev_local, ev_enter, ev_weight, view, column, *scratch = self._batch
+        XT = self.shard.XT
+        if self.shard.sparse:
+            shift = module.NO_CSR[3] if self.shard._shift is None else self.shard._shift
+            columns = (module.NO_DENSE, True, XT.indptr, XT.indices, XT.data, shift, column)
+        else:
+            columns = (XT, False, *module.NO_CSR, column)
         counters[:] = (self._pass, self._pos, self._pass_changes, self.passes_run, state.size, self.steps,
                        state.checks, state.check_rejections, 0, central.version, 0, 0, -1)
         hess = self._hess if self.owns_intercept else view
         self.intercept = module.loopback_visits(
-            state._loss_code, self.shard.XT, self.order, self._retained, counters, self.passes, self.auto_passes,
+            state._loss_code, *columns, self.order, self._retained, counters, self.passes, self.auto_passes,
             MIN_AUTO_PASSES, int(visits), state.XS, state.w, state.curv, state.slots, central.u, state.y,
             state._retained_scale, state.budget, state.decrease_check, state.floor, state.entry_scale,
             self.owns_intercept, self.intercept, state._g, state._h, state._v, state._gS, state._dw, state._a,

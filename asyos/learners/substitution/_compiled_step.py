@@ -200,17 +200,23 @@ C_PASS, C_POS, C_CHANGES, C_PASSES_RUN, C_SIZE, C_STEPS, C_CHECKS, C_CHECK_REJEC
     C_APPLIED, C_STATUS, C_LAST_J = range(13)
 N_COUNTERS = 13
 RUNNING, DONE, STOPPED_DIVERGED = 0, 1, 2
+# ``loopback_visits``' CSR arguments for a dense shard (the types of scipy's usual CSR: one compiled version)
+NO_CSR = (np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32), np.empty(0), np.empty(0))
+NO_DENSE = np.empty((0, 0))
 
 
 @jit
-def loopback_visits(code, XT, order, retained, counters, passes, auto_passes, min_auto_passes, visits,
+def loopback_visits(code, XT, sparse, indptr, indices, data, shift, column, order, retained, counters, passes,
+                    auto_passes, min_auto_passes, visits,
                     XS, w, curv, slots, u, y, retained_scale, budget, check, floor, entry_scale, owns_intercept,
                     intercept, g, h, v, gS, dw, a, c, u_next, tmp, view, hess, delta,
                     ev_step, ev_pass, ev_local, ev_enter, ev_weight, gram, G, R, W, colsum, Gdw):
     """Up to ``visits`` feature visits of sequential OS (the exchange variant) against the in-process
     central node: what ``loopback.run_loopback`` does one Python call at a time (``Worker._next_feature``,
     the intercept's Newton step, ``exchange_step``, ``Central.apply``, ``Worker.commit``), the same
-    arithmetic in the same order, in one compiled call. ``counters`` (``C_*``) carry the cursor and
+    arithmetic in the same order, in one compiled call. The shard's columns are the rows of ``XT``
+    or, when ``sparse``, of the CSR ``(indptr, indices, data)`` less ``shift`` (its centring; empty:
+    none), written into ``column`` as ``FeatureShard.column`` does. ``counters`` (``C_*``) carry the cursor and
     the tallies in and out; entries and departures go to the ``ev_*`` arrays (two per visit at
     most). Returns ``intercept`` after the visits; ``counters[C_STATUS]`` says whether the passes are
     done or the weights diverged (``C_LAST_J``: the feature whose step did).
@@ -250,7 +256,15 @@ def loopback_visits(code, XT, order, retained, counters, passes, auto_passes, mi
         counters[C_PASS], counters[C_POS], counters[C_CHANGES] = pass_index, pos + 1, changes
         counters[C_PASSES_RUN] = max(counters[C_PASSES_RUN], pass_index + 1)
         counters[C_LAST_J] = j
-        xj = XT[j]
+        if sparse:
+            fill = -shift[j] if shift.shape[0] > 0 else 0.0
+            for i in range(n):
+                column[i] = fill
+            for q in range(indptr[j], indptr[j + 1]):
+                column[indices[q]] += data[q]
+            xj = column
+        else:
+            xj = XT[j]
         if use_gram:
             action, k, wj, checked, b, T = gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor,
                                                      entry_scale, owns_intercept, T, G, R, W, colsum, Gdw, gS, dw, a)
