@@ -97,22 +97,57 @@ class StopSignals:
         cls.requested = None
         cls.raised = False
         cls.polling = 0
+        cls._deferred = None
 
     _first_at = 0.0
+    _deferred: Optional[int] = None
 
     @classmethod
-    def _handle(cls, signum, _frame):
-        if cls._taken_up is not None:
+    def _handle(cls, signum, frame):
+        deferred, cls._deferred = cls._deferred == signum, None
+        if cls._taken_up is not None and not deferred:
             cls._taken_up(signum)
         now = time.monotonic()
-        if cls.requested == signum and now - cls._first_at < REPEAT_S:
+        if not deferred and cls.requested == signum and now - cls._first_at < REPEAT_S:
             return              # the same Ctrl-C twice: from the terminal and forwarded (asyos.distributed.supervisor)
         if cls.polling and cls.requested is None:
             cls.requested, cls._first_at = signum, now
             return
-        cls.requested, cls._first_at = signum, now
+        if not deferred:
+            cls.requested, cls._first_at = signum, now
+        if in_foreign_callback(frame):
+            cls._defer(signum)
+            return
         cls.raised = True
         raise RunInterrupted(signum)
+
+    @classmethod
+    def _defer(cls, signum) -> None:
+        """Deliver ``signum`` again in ``DEFER_S``: the handler ran inside a callback from C, which
+        would print ``RunInterrupted`` as "Exception ignored" and drop it."""
+        import _thread
+        import threading
+        cls._deferred = signum
+        timer = threading.Timer(DEFER_S, _thread.interrupt_main, args=(signum,))
+        timer.daemon = True
+        timer.start()
+
+
+# Code that calls Python back from C and drops what it raises: numba's object cache, which llvmlite
+# calls through ctypes whenever a process compiles a module (even with every kernel in the cache it
+# compiles two small ones as it loads them). A Ctrl-C 4 s into `mpiexec -n 4` caught two ranks there:
+# each printed its RunInterrupted as "Exception ignored on calling ctypes callback function".
+FOREIGN_CALLBACKS = (f"{os.sep}llvmlite{os.sep}",)
+DEFER_S = 0.02
+
+
+def in_foreign_callback(frame) -> bool:
+    """Whether ``frame`` (a signal handler's) runs inside a callback from C that drops exceptions."""
+    while frame is not None:
+        if any(part in frame.f_code.co_filename for part in FOREIGN_CALLBACKS):
+            return True
+        frame = frame.f_back
+    return False
 
 
 class Checkpointer:

@@ -37,7 +37,7 @@ def compile_bytecode():
 
 # numba's kernels, compiled in two processes at once (the sample-stream loops take as long as the rest)
 WARM_UPS = (
-    "from asyos.learners.substitution.kernels import warm_up; warm_up('numba')\n"
+    "from asyos.learners.substitution.kernels import warm_up; warm_up('numba', visits=True)\n"
     "from asyos.data.libsvm import warm_up; warm_up()\n"
     "import numpy as np; from asyos.learners.averages.running_averages import OLasso\n"
     "OLasso(budget=1).fit(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([1.0, 0.5, 2.0]))\n",

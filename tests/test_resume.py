@@ -284,3 +284,25 @@ def test_the_saved_settings_name_the_data_by_absolute_path(tmp_path, monkeypatch
     monkeypatch.chdir("/")
     settings = resume_settings(str(tmp_path / "out"), {"quiet": True})
     assert settings["data"] == str(tmp_path / "d.npz") and settings["resume"] and settings["quiet"]
+
+
+def test_a_signal_caught_inside_a_callback_from_c_is_raised_once_back_in_python():
+    """A stop signal whose handler runs inside a callback from C (numba's object cache, called by
+    llvmlite through ctypes) would have its RunInterrupted printed and dropped there: it is
+    delivered again a moment later, and raised in the code that propagates it."""
+    from asyos.checkpoint import StopSignals
+    namespace = {}
+    exec(compile("import sys\ndef callback(handle):\n    handle(sys._getframe())\n",
+                 os.path.join(os.sep, "site-packages", "llvmlite", "binding", "executionengine.py"), "exec"),
+         namespace)
+    StopSignals.install()
+    try:
+        namespace["callback"](lambda frame: StopSignals._handle(signal.SIGINT, frame))     # no raise in there
+        assert StopSignals.requested == signal.SIGINT and not StopSignals.raised
+        with pytest.raises(RunInterrupted, match="SIGINT"):
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                time.sleep(0.005)
+        assert StopSignals.raised
+    finally:
+        StopSignals.uninstall()

@@ -93,9 +93,11 @@ def visits_kernel():
     return module.loopback_visits if module else None
 
 
-def warm_up(chosen: str) -> None:
+def warm_up(chosen: str, visits: bool = False) -> None:
     """With ``chosen == "numba"``: compile the step, or load it from numba's cache (a few tenths of
-    a second), now rather than inside a timed run; call it during set-up."""
+    a second), now rather than inside a timed run; call it during set-up. ``visits``: also
+    ``loopback_visits``, which only sequential OS runs (it loads at its first batch; the MPI ranks
+    never need it)."""
     if chosen != "numba":
         return
     import numpy as np
@@ -107,6 +109,8 @@ def warm_up(chosen: str) -> None:
         propose_kernel()(code, XS, 0, w, np.zeros(n), y, x, -0.1, -0.1, 2, True, 0.0, *scratch)
         exchange_kernel()(code, XS, 0, w, w, np.zeros(n), y, x, -0.1, 2, True, 0.0, 1.0, *exchange_scratch)
         intercept_kernel()(code, y, np.zeros(n), scratch[0], scratch[4])
+    if not visits:
+        return
     module = _module()
     counters = np.zeros(module.N_COUNTERS, dtype=np.int64)
     order, events = np.arange(2), np.zeros(2, dtype=np.int64)
