@@ -68,30 +68,21 @@ def where(frame, depth: int = 16) -> str:
     return " > ".join(reversed(names)) or "?"
 
 
-# Modes that raise from the handler, and the code that calls Python back from C and ignores what it
-# raises: numba's object cache, which llvmlite calls through ctypes while a rank compiles a kernel
-# (a clean clone's CI once caught ``raise`` there: "Exception ignored on calling ctypes callback
-# function", and the run finished with exit 0).
+# Modes that raise from the handler: not inside a callback from C, which would print and drop the
+# exception (``asyos.checkpoint.in_foreign_callback``: numba's object cache, which llvmlite calls
+# through ctypes while a rank loads its kernels; a clean clone's CI once caught ``raise`` there and
+# the run finished with exit 0).
 RAISING = ("exit0", "exit1", "raise")
-CALLBACKS = (f"{os.sep}llvmlite{os.sep}",)
 RETRY_S = 0.02
-
-
-def in_callback(frame) -> bool:
-    """Whether ``frame`` runs inside a callback from C whose exceptions are printed and dropped."""
-    while frame is not None:
-        if any(part in frame.f_code.co_filename for part in CALLBACKS):
-            return True
-        frame = frame.f_back
-    return False
 
 
 def arm(mode: str, rank: str, after_s: float, t0: float):
     """Set a one-shot real-time timer that announces the fault on stderr and then injects it; an
     exception that would be raised inside a callback from C (and dropped there) waits until the
     rank is back in Python code that propagates it, checked every ``RETRY_S``."""
+    from asyos.checkpoint import in_foreign_callback     # imported before the timer is armed
     def handler(_signum, frame):
-        if mode in RAISING and in_callback(frame):
+        if mode in RAISING and in_foreign_callback(frame):
             signal.setitimer(signal.ITIMER_REAL, RETRY_S)
             return
         now = time.time()
