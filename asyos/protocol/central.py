@@ -70,10 +70,20 @@ class Central:
             self.monitor(self)
         return True
 
-    def record_fresh(self, count: int) -> None:
-        """Count ``count`` pushes applied elsewhere that nobody's step preceded (staleness 0: the
-        loopback's compiled visits, ``Worker.visit_batch``, apply their own)."""
+    def applied_in_place(self, count: int) -> None:
+        """Count ``count`` one-step pushes that were added to ``u`` in place, each read at the version
+        before it (staleness 0), as ``apply`` counts its own: the loopback's compiled visits
+        (``Worker.visit_batch``) apply their steps themselves. The monitor is called once for them."""
+        if count <= 0:
+            return
+        self.version += count
+        self.accepted += count
+        self.steps += count
+        self.u_ext[self.n + REPLY_VERSION] = self.version
+        self.u_ext[self.n + REPLY_STEPS] = self.steps
         self._hist[0] += count
+        if self.monitor is not None:
+            self.monitor(self)
 
     def serve(self, worker: int, push: np.ndarray, reply: np.ndarray, threshold=None) -> bool:
         """Take the push message ``push`` of worker ``worker`` (``wire.push_buffer``) and write the

@@ -16,7 +16,7 @@ from ..errors import DivergenceError
 from ..learners.substitution import kernels as _kernels
 from ..learners.substitution.substitution import ENTER, REJECT, SUBSTITUTE, SubstitutionState
 from .plan import DEFAULT_SLACK, check_slack
-from .wire import (PUSH_COUNT, PUSH_STEPS, PUSH_VERSION, REPLY_STEPS, REPLY_VERSION, push_buffer,
+from .wire import (PUSH_COUNT, PUSH_STEPS, PUSH_VERSION, push_buffer,
                        weights_section, write_weights)
 
 
@@ -370,7 +370,7 @@ class Worker:
         else:
             columns = (XT, False, *module.NO_CSR, column)
         counters[:] = (self._pass, self._pos, self._pass_changes, self.passes_run, state.size, self.steps,
-                       state.checks, state.check_rejections, 0, central.version, 0, 0, -1)
+                       state.checks, state.check_rejections, 0, 0, -1)
         hess = self._hess if self.owns_intercept else view
         self.intercept = module.loopback_visits(
             state._loss_code, *columns, self.order, self._retained, counters, self.passes, self.auto_passes,
@@ -380,19 +380,11 @@ class Worker:
             state._c, state._u_next, state._tmp, view, hess, self.delta, ev_step, ev_pass, ev_local, ev_enter,
             ev_weight, *self._gram, *scratch)
         (self._pass, self._pos, self._pass_changes, self.passes_run, size, steps, state.checks, state.check_rejections,
-         events, _, applied, status, last) = (int(c) for c in counters)
+         events, status, last) = (int(c) for c in counters)
         state._resize(size)
-        self.proposals += steps - self.steps + (status == module.STOPPED_DIVERGED)
-        self.steps = steps
-        if applied:
-            central.version += applied
-            central.accepted += applied
-            central.steps += applied
-            central.u_ext[self.n + REPLY_VERSION] = central.version
-            central.u_ext[self.n + REPLY_STEPS] = central.steps
-            central.record_fresh(applied)
-            if central.monitor is not None:
-                central.monitor(central)
+        applied, self.steps = steps - self.steps, steps              # every step committed is applied
+        self.proposals += applied + (status == module.STOPPED_DIVERGED)
+        central.applied_in_place(applied)
         if self.log is not None:
             columns = self.shard.columns
             for e in range(events):

@@ -196,9 +196,9 @@ def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check,
 
 
 # ``loopback_visits``' counters (an int64 array the caller keeps between calls)
-C_PASS, C_POS, C_CHANGES, C_PASSES_RUN, C_SIZE, C_STEPS, C_CHECKS, C_CHECK_REJECTIONS, C_EVENTS, C_VERSION, \
-    C_APPLIED, C_STATUS, C_LAST_J = range(13)
-N_COUNTERS = 13
+C_PASS, C_POS, C_CHANGES, C_PASSES_RUN, C_SIZE, C_STEPS, C_CHECKS, C_CHECK_REJECTIONS, C_EVENTS, C_STATUS, \
+    C_LAST_J = range(11)
+N_COUNTERS = 11
 RUNNING, DONE, STOPPED_DIVERGED = 0, 1, 2
 # ``loopback_visits``' CSR arguments for a dense shard (the types of scipy's usual CSR: one compiled version)
 NO_CSR = (np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32), np.empty(0), np.empty(0))
@@ -272,9 +272,9 @@ def loopback_visits(code, XT, sparse, indptr, indices, data, shift, column, orde
                 counters[C_STATUS] = STOPPED_DIVERGED
                 gram_end(XS, m, u, W, tmp)
                 return intercept
-        # Worker.propose: the intercept's step, then the feature's at u + b
-        point = u
         if not use_gram:
+            # Worker.propose: the intercept's step, then the feature's at u + b
+            point = u
             b = 0.0
             if owns_intercept:
                 b = intercept_step(code, y, u, g, hess)
@@ -289,7 +289,7 @@ def loopback_visits(code, XT, sparse, indptr, indices, data, shift, column, orde
             if owns_intercept:
                 for i in range(n):
                     delta[i] += b
-            # Central.apply (a loopback push is never stale)
+            # Central.apply
             for i in range(n):
                 u[i] += delta[i]
             for i in range(m):
@@ -298,9 +298,7 @@ def loopback_visits(code, XT, sparse, indptr, indices, data, shift, column, orde
             counters[C_CHECKS] += 1
             if action == 3:
                 counters[C_CHECK_REJECTIONS] += 1
-        counters[C_VERSION] += 1
-        counters[C_APPLIED] += 1
-        # Worker.commit / SubstitutionState.commit
+        # Worker.commit / SubstitutionState.commit (every step is applied: a loopback push is never stale)
         counters[C_STEPS] += 1
         intercept += b
         if action != 3:
@@ -404,6 +402,13 @@ def gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, e
         gS[i] = R[i] + b * colsum[i]
         dw[i] = gS[i] * retained_scale
         guard += gS[i] * gS[i]
+    adw = 0.0
+    for i in range(m):
+        adw += a[i] * dw[i]
+        total = 0.0
+        for q in range(m):
+            total += G[i, q] * dw[q]
+        Gdw[i] = total
     gj = rj + aW + b * sx
     if not math.isfinite(gj * gj + guard):
         return -1, 0, gj, False, 0.0, T
@@ -427,11 +432,7 @@ def gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, e
                 action = 2                                              # SUBSTITUTE
                 if check:
                     # n (f_next - f_keep) x 2 for d = w_j x_j + w_k x_k at r_keep = u + b + X_S^T dw - y
-                    adw, gkdw = 0.0, 0.0
-                    for i in range(m):
-                        adw += a[i] * dw[i]
-                        gkdw += G[k, i] * dw[i]
-                    change = (2.0 * (wj * (gj + adw) + wk * (gS[k] + gkdw))
+                    change = (2.0 * (wj * (gj + adw) + wk * (gS[k] + Gdw[k]))
                               + wj * wj * cj + 2.0 * wj * wk * a[k] + wk * wk * G[k, k])
                     checked = True
                     if not change < 0.0:
@@ -440,13 +441,6 @@ def gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, e
                     wj *= entry_scale
     # the step: line 6 deferred, the intercept and the exchange applied to u
     for i in range(m):
-        total = 0.0
-        for q in range(m):
-            total += G[i, q] * dw[q]
-        Gdw[i] = total
-    adw = 0.0
-    for i in range(m):
-        adw += a[i] * dw[i]
         W[i] += dw[i]
         w[i] += dw[i]
     if b != 0.0:
@@ -469,7 +463,6 @@ def gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, e
         for i in range(n):
             u[i] += out * XS[k, i]
         T += out * colsum[k]
-        W[k] = 0.0
     for i in range(n):
         u[i] += wj * xj[i]
     T += wj * sx
