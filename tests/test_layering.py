@@ -203,14 +203,15 @@ def test_learners_do_not_import_distributed():
 
 
 # -- who drives the Asy-OS protocol ------------------------------------------------------------
-# A scheduler is the only place that loops over a worker's steps: it calls ``Worker.propose``, or
-# a link's ``step`` (``asyos.protocol.links``), inside a loop. One loop per scheduler.
+# A scheduler is the only place that loops over a worker's steps: it calls ``Worker.propose`` (or its
+# compiled batches, ``visit_batch``/``visit_view``), or a link's ``step`` (``asyos.protocol.links``),
+# inside a loop. One loop per scheduler (the shared window's has a batched twin).
 SCHEDULER_LOOPS = {
     "asyos.protocol.loopback": {"run_loopback"},                    # sequential OS, the finish
     "asyos.protocol.simulator": {"Simulation.run"},                 # bounded staleness (KDD'16 Sec. 5.3)
     "asyos.protocol.replay": {"_Simulation.run"},                   # every transport in simulated time
     "asyos.distributed.mpi_messages": {"MessagesTransport._each_step", "MessagesTransport._pipelined"},
-    "asyos.distributed.mpi_shared": {"shared_steps"},               # shared memory, node-aggregated
+    "asyos.distributed.mpi_shared": {"shared_steps", "shared_batches"},     # shared memory, node-aggregated
 }
 
 
@@ -226,7 +227,8 @@ def _protocol_loops(path: str) -> set[str]:
         for call in ast.walk(node):
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
                 receiver = ast.unparse(call.func.value)
-                if call.func.attr == "propose" or (call.func.attr == "step" and "link" in receiver):
+                if call.func.attr in ("propose", "visit_batch", "visit_view") or \
+                        (call.func.attr == "step" and "link" in receiver):
                     return True
                 if call.func.attr == "handle" or receiver == "handle":
                     return True

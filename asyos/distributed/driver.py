@@ -222,8 +222,9 @@ def _worker_setup(config, rank, n_workers):
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     problem = resolve_problem(config, source, data.y)
     plan = config.asy_os_plan(problem.n_features, problem.budget, n_workers)
-    # compile or load the step before the timed phase (if this worker's run is long enough to use it)
-    warm_up_kernels(kernel_backend(None, Worker.expected_steps(shard, options.worker_passes)))
+    # compile or load the step before the timed phase (if this worker's run is long enough to use it), and
+    # the compiled visits that the shared-memory transports run it in (mpi_shared.shared_batches)
+    warm_up_kernels(kernel_backend(None, Worker.expected_steps(shard, options.worker_passes)), visits=True)
     order = options.visit_order(shard, data.y, problem.loss)
     return {
         "data": data, "shard": shard, "problem": problem, "plan": plan, "order": order, "read_before": read_before,

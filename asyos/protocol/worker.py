@@ -113,7 +113,8 @@ class Worker:
             empty = self.state.loss.dloss_raw(self.state.y, np.zeros(self.n))
             self._settled_sq = SETTLED_GRADIENT ** 2 * float(empty @ empty)
         self._cursor_before = None
-        self._batch = None             # visit_batch's counters, event buffers and scratch
+        self._batch = None             # the compiled visits' counters, event buffers and scratch
+        self._shared = None            # visit_view's working view and change
         self._gram = None              # visit_batch's Gram matrix of the retained columns (and whether built)
         self.steps = 0                 # committed steps
         self.proposals = 0             # including refused ones
@@ -131,12 +132,13 @@ class Worker:
 
     def __getstate__(self):
         """``delta`` is a view of the wire buffer, which pickling would cut: rebuilt on load."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("delta", "_push", "_intercept_kernel", "_batch")}
+        transient = ("delta", "_push", "_intercept_kernel", "_batch", "_shared")
+        return {k: v for k, v in self.__dict__.items() if k not in transient}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.__dict__.setdefault("_gram", None)         # checkpoints written before the compiled visits
-        self._batch = None
+        self._batch = self._shared = None
         self.delta = self.buffer[:self.n]
         self._push = Push(self.delta, self.buffer, 0, -1, 0)
         if self.owns_intercept:
@@ -333,17 +335,17 @@ class Worker:
     # step-by-step arithmetic, to the last bit
     gram_visits = True
 
-    def batchable(self) -> bool:
+    def batchable(self, shared=False) -> bool:
         """Whether ``visit_batch`` can run this worker: sequential OS's exchange step on the compiled
         kernels, a float64 shard (dense, or CSR), no other workers (no watch, guard, carry or global
-        budget)."""
+        budget); ``shared``: whether ``visit_view`` can (the same, with other workers)."""
         state, XT = self.state, getattr(self.shard, "XT", None)
         if self.shard.sparse:
             columns_ok = getattr(XT, "format", None) == "csr" and XT.data.dtype == np.float64
         else:
             columns_ok = isinstance(XT, np.ndarray) and XT.dtype == np.float64 and XT.flags.c_contiguous
         return (state.kernels == "numba" and state.variant == "exchange" and state._loss_code is not None
-                and columns_ok and not self._watch_others and not self._guarded and not self._carrying)
+                and columns_ok and (shared or not (self._watch_others or self._guarded or self._carrying)))
 
     def visit_batch(self, central, visits: int) -> bool:
         """Up to ``visits`` steps against the in-process ``central`` node in one compiled call
@@ -351,6 +353,54 @@ class Worker:
         one step at a time, the same arithmetic in the same order (``tests/test_loopback_batch.py``
         compares both), without their Python: 50-60 us of the 150 us that a feature visit took at
         n = 1715, s = 100 (KDD'16 regression, p = 20000). Returns False once the passes are done."""
+        status, applied = self._visits(central.u, visits)
+        central.applied_in_place(applied)
+        return status != _kernels._module().DONE
+
+    def visit_view(self, u: np.ndarray, visits: int, others_top: Optional[np.ndarray] = None):
+        """A worker of Asy-OS on a shared window (``asyos.distributed.mpi_shared``): up to ``visits``
+        steps taken one after the other at this worker's view, ``u`` (``u_C`` as just read) plus its own
+        steps, in one compiled call. Returns ``(steps, change)``, ``change`` the sum of their ``Delta u``
+        (with what ``carry`` held) to add to the worker's row, or ``None`` once the passes are done and
+        nothing is carried.
+
+        What ``propose`` does before each step is done once a batch, at the read: the guard
+        (``_guard``), the global budget's threshold from ``others_top`` and the drops below it (the
+        admission rule runs inside, at the threshold of the read), and the pass-end rules that watch the
+        other workers (a batch ends where a pass does; the next read decides). Each step sees the other
+        workers' changes as of the batch's read: a batch of ``K`` steps is a push of ``K`` steps."""
+        if self._watch_others and self._pass_origin is None:
+            self._start_watch(u)
+        if self._guarded:
+            self._guard(u)
+        level = 0.0
+        if others_top is not None:
+            self.threshold, smallest = self._threshold(others_top)
+            level = self.slack * self.threshold
+            if smallest < level:
+                self.drop_below(level)
+        nxt = self._next_feature(u=u)
+        if nxt is None and not self._carrying:
+            return 0, None
+        if self._shared is None:
+            self._shared = (np.empty(self.n), np.empty(self.n))
+        work, change = self._shared
+        np.copyto(work, u)
+        if self._carrying:
+            work += self.carry
+            self.carry.fill(0.0)
+            self._carrying = False
+        applied = 0
+        if nxt is not None:
+            self._pos -= 1                       # _next_feature moved past the feature the visits start with
+            _, applied = self._visits(work, visits, stop_at_pass_end=self._watch_others, entry_level=level)
+        np.subtract(work, u, out=change)
+        if self._watch_others:
+            self._own_moves += change
+        return applied, change
+
+    def _visits(self, u, visits: int, stop_at_pass_end=False, entry_level=0.0):
+        """``loopback_visits`` on this worker at ``u`` (updated in place); returns ``(status, steps)``."""
         module = _kernels._module()
         state = self.state
         cap = state.budget + 1
@@ -374,17 +424,16 @@ class Worker:
         hess = self._hess if self.owns_intercept else view
         self.intercept = module.loopback_visits(
             state._loss_code, *columns, self.order, self._retained, counters, self.passes, self.auto_passes,
-            MIN_AUTO_PASSES, int(visits), state.XS, state.w, state.curv, state.slots, central.u, state.y,
-            state._retained_scale, state.budget, state.decrease_check, state.floor, state.entry_scale,
-            self.owns_intercept, self.intercept, state._g, state._h, state._v, state._gS, state._dw, state._a,
-            state._c, state._u_next, state._tmp, view, hess, self.delta, ev_step, ev_pass, ev_local, ev_enter,
-            ev_weight, *self._gram, *scratch)
+            MIN_AUTO_PASSES, int(visits), bool(stop_at_pass_end), float(entry_level), state.XS, state.w,
+            state.curv, state.slots, u, state.y, state._retained_scale, state.budget, state.decrease_check,
+            state.floor, state.entry_scale, self.owns_intercept, self.intercept, state._g, state._h, state._v,
+            state._gS, state._dw, state._a, state._c, state._u_next, state._tmp, view, hess, self.delta, ev_step,
+            ev_pass, ev_local, ev_enter, ev_weight, *self._gram, *scratch)
         (self._pass, self._pos, self._pass_changes, self.passes_run, size, steps, state.checks, state.check_rejections,
          events, status, last) = (int(c) for c in counters)
         state._resize(size)
         applied, self.steps = steps - self.steps, steps              # every step committed is applied
         self.proposals += applied + (status == module.STOPPED_DIVERGED)
-        central.applied_in_place(applied)
         if self.log is not None:
             columns = self.shard.columns
             for e in range(events):
@@ -396,7 +445,7 @@ class Worker:
             except DivergenceError as exc:
                 raise DivergenceError(f"{exc} (pass {self._pass + 1}, feature {int(self.shard.columns[last])})") \
                     from None
-        return status != module.DONE
+        return status, applied
 
     def _newton_intercept(self, u) -> float:
         """The intercept's Newton step at ``u`` (``Loss.intercept_step``; compiled when the step is)."""

@@ -2,8 +2,9 @@
 
 Usage: ``mpiexec -n N python faulty_run.py MODE RANK AFTER [asyos.run arguments...]``
 
-After ``AFTER`` steps, worker ``RANK`` raises (``raise``), calls ``sys.exit(3)`` (``exit``), leaves
-without MPI noticing (``os-exit0``), kills itself (``kill``) or hangs (``hang``).
+After ``AFTER`` steps (or compiled batches of steps, ``Worker.visit_view``), worker ``RANK`` raises
+(``raise``), calls ``sys.exit(3)`` (``exit``), leaves without MPI noticing (``os-exit0``), kills itself
+(``kill``) or hangs (``hang``).
 """
 import os
 import signal
@@ -16,10 +17,11 @@ my_rank = int(os.environ.get("PMI_RANK", "-1"))
 from asyos.protocol import worker  # noqa: E402
 
 original_propose = worker.Worker.propose
+original_visit_view = worker.Worker.visit_view
 calls = 0
 
 
-def failing_propose(self, u, version=0, *others_top):
+def maybe_fail():
     global calls
     calls += 1
     if my_rank == target and calls > after:
@@ -35,10 +37,20 @@ def failing_propose(self, u, version=0, *others_top):
             while True:
                 time.sleep(0.5)
         raise ValueError(f"unknown mode {mode}")
+
+
+def failing_propose(self, u, version=0, *others_top):
+    maybe_fail()
     return original_propose(self, u, version, *others_top)
 
 
+def failing_visit_view(self, u, visits, others_top=None):
+    maybe_fail()
+    return original_visit_view(self, u, visits, others_top)
+
+
 worker.Worker.propose = failing_propose
+worker.Worker.visit_view = failing_visit_view
 
 from asyos.run import main  # noqa: E402
 

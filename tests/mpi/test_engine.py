@@ -110,8 +110,8 @@ def test_central_state_equals_the_workers_final_model(transport):
         assert record["metrics"]["objective_candidates"] == pytest.approx(expected, rel=1e-9)
         assert record["n_workers"] == world().Get_size() - 1
         assert sum(w["steps"] for w in record["workers"]) == record["steps"] >= record["pushes"]
-        # a push per step on shared memory; node-aggregated workers measure staleness per step
-        counted = record["steps"] if transport == "node-aggregated" else record["pushes"]
+        # the workers of a shared window measure staleness per step (a write may hold a batch of them)
+        counted = record["pushes"] if transport == "messages" else record["steps"]
         assert sum(record["staleness"]["histogram"]) == counted
 
 
@@ -171,10 +171,13 @@ def test_shared_state_counts_a_write_in_progress_as_unseen():
         state.free()
 
 
-def test_shared_state_carries_the_global_budget():
+@pytest.mark.parametrize("kernels", ["numpy", "numba"])
+def test_shared_state_carries_the_global_budget(kernels, monkeypatch):
     """Under the global budget every worker publishes its |w| in the window and thresholds against
     the others' rows: another worker holding s large weights makes this one refuse every entry
-    (its row of u_C stays 0); an empty one leaves it as OS, its published |w| current."""
+    (its row of u_C stays 0); an empty one leaves it as OS, its published |w| current. The same
+    one step at a time (numpy) and in compiled batches (numba: the refusal inside the kernel)."""
+    monkeypatch.setenv("ASYOS_KERNELS", kernels)
     from asyos.data.shard import FeatureShard
     from asyos.distributed.mpi_shared import OthersTop, SharedState, shared_steps
     from asyos.learners.substitution.workers import SubstitutionOptions, local_lipschitz, make_worker
@@ -191,6 +194,7 @@ def test_shared_state_carries_the_global_budget():
         try:
             state.weights[1] = other_weight
             shared_steps(state, 0, worker, threshold=OthersTop(state, 8))
+            assert (int(state.writes[0]) < worker.steps) == (kernels == "numba")     # batches: fewer writes
             u = state.read(np.empty(d.X.shape[0]))
             if other_weight:
                 assert worker.state.size == 0 and worker.steps > 0     # every entry refused
@@ -203,6 +207,125 @@ def test_shared_state_carries_the_global_budget():
             assert not state.weights[0][worker.state.size:].any()
         finally:
             state.free()
+
+
+@pytest.mark.parametrize("loss", ["squared", "squared_hinge"])
+def test_a_worker_in_compiled_batches_on_a_shared_window_steps_as_one_step_at_a_time(loss, monkeypatch):
+    """``shared_batches`` (one read of ``u_C`` and one write per batch of steps) against ``shared_steps``
+    (a read and a write per step) for a worker alone on its window: the same entries and departures
+    in the same steps, the same weights up to the rounding of writing a batch's sum, no change lost."""
+    from asyos.data.shard import FeatureShard
+    from asyos.distributed.mpi_shared import SharedState, shared_batches, shared_steps
+    from asyos.learners.substitution.workers import SubstitutionOptions, local_lipschitz, make_worker
+    from asyos.losses import get_loss
+    from asyos.problem import open_data_source
+    from mpi4py import MPI
+
+    monkeypatch.setenv("ASYOS_KERNELS", "numba")
+    d = open_data_source(CONFIG).load()
+    y = np.sign(d.y - np.median(d.y)) if loss == "squared_hinge" else d.y
+    shard = FeatureShard(d.X, np.arange(d.X.shape[1]))
+    lipschitz = local_lipschitz(shard, 8, get_loss(loss), 0, 0)
+    runs = []
+    for batch in (None, 1, 7):
+        worker = make_worker(shard, y, get_loss(loss), 8, lipschitz, SubstitutionOptions(passes=3, variant="exchange"))
+        worker.gram_visits = False          # the step's own arithmetic (the maintained products are tested elsewhere)
+        assert worker.batchable(shared=True)
+        state = SharedState(MPI.COMM_SELF, d.X.shape[0], 1)
+        try:
+            if batch is None:
+                shared_steps(state, 0, worker, monitor=lambda st: None)      # a monitor: one step at a time
+            else:
+                _, hist = shared_batches(state, 0, worker, batch=batch)
+                assert sum(hist) == worker.steps == int(state.steps[0]) and sum(hist[1:]) == 0
+                assert int(state.writes[0]) == -(-worker.steps // batch)
+            u = state.read(np.empty(d.X.shape[0]))
+            np.testing.assert_allclose(u, worker.contribution(), rtol=1e-9, atol=1e-12)
+            runs.append((worker.steps, worker.log.rows, worker.selection(), worker.intercept))
+        finally:
+            state.free()
+    (steps, log, (features, coef), intercept), *batched = runs
+    assert steps > 300 and len(features) == 8
+    for other_steps, other_log, (other_features, other_coef), other_intercept in batched:
+        assert other_steps == steps
+        assert [row[:5] for row in other_log] == [row[:5] for row in log]
+        np.testing.assert_array_equal(other_features, features)
+        np.testing.assert_allclose(other_coef, coef, rtol=1e-9)
+        assert other_intercept == pytest.approx(intercept, rel=1e-9, abs=1e-12)
+
+
+def test_a_batch_of_one_step_keeps_the_global_budget_as_a_step_does(monkeypatch):
+    """Under the global budget a batch thresholds at its read (the drops, then the admission rule
+    inside the kernel): with one step a batch, exactly where ``propose`` does it. Another worker's
+    published |w| (a fifth of this one's unconstrained run's) make it drop features and
+    refuse entries; the batched run drops, enters and leaves the same features in the same steps."""
+    from asyos.data.shard import FeatureShard
+    from asyos.distributed.mpi_shared import OthersTop, SharedState, shared_batches, shared_steps
+    from asyos.learners.substitution.workers import SubstitutionOptions, local_lipschitz, make_worker
+    from asyos.losses import get_loss
+    from mpi4py import MPI
+
+    monkeypatch.setenv("ASYOS_KERNELS", "numba")
+    from asyos.problem import open_data_source
+    d = open_data_source(CONFIG).load()
+    shard, loss = FeatureShard(d.X, np.arange(d.X.shape[1])), get_loss("squared")
+    lipschitz = local_lipschitz(shard, 8, loss, 0, 0)
+
+    def worker():
+        w = make_worker(shard, d.y, loss, 8, lipschitz, SubstitutionOptions(passes=3), n_workers=2, slack=0.5)
+        w.gram_visits = False
+        return w
+
+    free = worker()
+    free_state = SharedState(MPI.COMM_SELF, d.X.shape[0], 2, cap=8)
+    try:
+        shared_steps(free_state, 0, free, monitor=lambda st: None)
+    finally:
+        free_state.free()
+    others = 0.2 * np.sort(np.abs(free.state.weights))[::-1]
+    runs = []
+    for batched in (False, True):
+        w = worker()
+        state = SharedState(MPI.COMM_SELF, d.X.shape[0], 2, cap=8)
+        try:
+            state.weights[1] = others
+            if batched:
+                shared_batches(state, 0, w, batch=1, threshold=OthersTop(state, 8))
+            else:
+                shared_steps(state, 0, w, threshold=OthersTop(state, 8), monitor=lambda st: None)
+            u = state.read(np.empty(d.X.shape[0]))
+            np.testing.assert_allclose(u, w.contribution(), rtol=1e-9, atol=1e-12)
+            runs.append((w.log.rows, w.selection(), w.dropped))
+        finally:
+            state.free()
+    (log, (features, coef), dropped), (batched_log, (batched_features, batched_coef), batched_dropped) = runs
+    assert dropped > 0 and 0 < len(features) < 8                   # the threshold bit: drops, refused entries
+    assert [row[:5] for row in batched_log] == [row[:5] for row in log] and batched_dropped == dropped
+    np.testing.assert_array_equal(batched_features, features)
+    np.testing.assert_allclose(batched_coef, coef, rtol=1e-9)
+
+
+@pytest.mark.mpi(min_size=3)
+@pytest.mark.parametrize("transport", ["shared-memory", "node-aggregated"])
+@pytest.mark.parametrize("passes", [3, None])
+def test_workers_in_compiled_batches_lose_no_change(transport, passes, monkeypatch):
+    """The workers' compiled batches under the global budget (drops carried, entries refused inside
+    the kernel) and, with ``auto`` passes, the pass-end rules that watch the other workers: L(u_C)
+    at the end equals L(X w) of the workers' final weights, and every feature is offered."""
+    from asyos.distributed.driver import run_asy_os
+    from asyos.problem import open_data_source
+    from asyos.losses import get_loss
+
+    monkeypatch.setenv("ASYOS_KERNELS", "numba")
+    record = run_asy_os(CONFIG.replace(passes=passes, transport=transport), world())
+    if world().Get_rank() == 0:
+        d = open_data_source(CONFIG).load()
+        candidates = record["candidates"]
+        u = d.X[:, candidates["features"]] @ np.array(candidates["coef"]) + candidates["intercept"]
+        assert record["metrics"]["objective_candidates"] == pytest.approx(get_loss("squared").value(d.y, u), rel=1e-9)
+        assert record["steps"] > record["pushes"]                      # batches: several steps a write
+        assert sum(record["staleness"]["histogram"]) == record["steps"]
+        assert len(record["selected"]) == 8 and record["passes"] >= 2
 
 
 @pytest.mark.mpi(min_size=2)

@@ -199,7 +199,7 @@ def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check,
 C_PASS, C_POS, C_CHANGES, C_PASSES_RUN, C_SIZE, C_STEPS, C_CHECKS, C_CHECK_REJECTIONS, C_EVENTS, C_STATUS, \
     C_LAST_J = range(11)
 N_COUNTERS = 11
-RUNNING, DONE, STOPPED_DIVERGED = 0, 1, 2
+RUNNING, DONE, STOPPED_DIVERGED, PASS_END = 0, 1, 2, 3
 # ``loopback_visits``' CSR arguments for a dense shard (the types of scipy's usual CSR: one compiled version)
 NO_CSR = (np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32), np.empty(0), np.empty(0))
 NO_DENSE = np.empty((0, 0))
@@ -207,7 +207,7 @@ NO_DENSE = np.empty((0, 0))
 
 @jit
 def loopback_visits(code, XT, sparse, indptr, indices, data, shift, column, order, retained, counters, passes,
-                    auto_passes, min_auto_passes, visits,
+                    auto_passes, min_auto_passes, visits, stop_at_pass_end, entry_level,
                     XS, w, curv, slots, u, y, retained_scale, budget, check, floor, entry_scale, owns_intercept,
                     intercept, g, h, v, gS, dw, a, c, u_next, tmp, view, hess, delta,
                     ev_step, ev_pass, ev_local, ev_enter, ev_weight, gram, G, R, W, colsum, Gdw):
@@ -220,6 +220,12 @@ def loopback_visits(code, XT, sparse, indptr, indices, data, shift, column, orde
     the tallies in and out; entries and departures go to the ``ev_*`` arrays (two per visit at
     most). Returns ``intercept`` after the visits; ``counters[C_STATUS]`` says whether the passes are
     done or the weights diverged (``C_LAST_J``: the feature whose step did).
+
+    A worker of Asy-OS (``Worker.visit_view``) runs its visits at its view of ``u_C`` (``u``):
+    ``stop_at_pass_end`` returns at the end of each pass (``PASS_END``, the cursor left there), so that
+    the pass-end rules that read the other workers' progress run in Python; ``entry_level`` > 0 is the
+    global budget's admission rule (``SubstitutionState.refuse_small_entry``: an entry whose weight is
+    below it, before ``entry_scale``, is rejected).
 
     ``gram`` (the squared loss): the visits run on maintained products instead (``gram_visit``);
     ``G`` (the retained columns' Gram matrix) is kept between calls once built (``gram[0]``)."""
@@ -243,6 +249,12 @@ def loopback_visits(code, XT, sparse, indptr, indices, data, shift, column, orde
                 pos += 1
             if j >= 0:
                 break
+            if stop_at_pass_end:
+                counters[C_PASS], counters[C_POS], counters[C_CHANGES] = pass_index, pos, changes
+                counters[C_STATUS] = PASS_END
+                if use_gram:
+                    gram_end(XS, m, u, W, tmp)
+                return intercept
             if auto_passes and pass_index + 1 >= min_auto_passes and changes == 0:
                 pass_index = passes
                 break
@@ -267,7 +279,8 @@ def loopback_visits(code, XT, sparse, indptr, indices, data, shift, column, orde
             xj = XT[j]
         if use_gram:
             action, k, wj, checked, b, T = gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor,
-                                                     entry_scale, owns_intercept, T, G, R, W, colsum, Gdw, gS, dw, a)
+                                                     entry_scale, entry_level, owns_intercept, T, G, R, W, colsum,
+                                                     Gdw, gS, dw, a)
             if action == -1:
                 counters[C_STATUS] = STOPPED_DIVERGED
                 gram_end(XS, m, u, W, tmp)
@@ -286,6 +299,10 @@ def loopback_visits(code, XT, sparse, indptr, indices, data, shift, column, orde
             if action == -1:
                 counters[C_STATUS] = STOPPED_DIVERGED
                 return intercept
+            if action == 1 and abs(wj) < entry_level * entry_scale:     # SubstitutionState.refuse_small_entry
+                for i in range(n):
+                    delta[i] += -wj * xj[i]
+                action = 3
             if owns_intercept:
                 for i in range(n):
                     delta[i] += b
@@ -366,8 +383,8 @@ def gram_end(XS, m, u, W, tmp):
 
 
 @jit
-def gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, entry_scale, owns_intercept,
-               T, G, R, W, colsum, Gdw, gS, dw, a):
+def gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, entry_scale, entry_level,
+               owns_intercept, T, G, R, W, colsum, Gdw, gS, dw, a):
     """One visit of sequential OS's exchange step under the squared loss on maintained products,
     committed and applied: the decisions of ``exchange_step`` (and of ``intercept_step`` before it)
     from the same quantities, computed another way. The true ``u`` is ``u + X_S^T W``: line 6's
@@ -418,7 +435,7 @@ def gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, e
         wj = -gj / cj
         if m < budget:
             wj *= entry_scale
-            action = 1                                                  # ENTER
+            action = 1 if abs(wj) >= entry_level * entry_scale else 3     # ENTER (or refused: the global budget)
         else:
             best = math.inf
             for i in range(m):

@@ -96,8 +96,8 @@ def visits_kernel():
 def warm_up(chosen: str, visits: bool = False) -> None:
     """With ``chosen == "numba"``: compile the step, or load it from numba's cache (a few tenths of
     a second), now rather than inside a timed run; call it during set-up. ``visits``: also
-    ``loopback_visits``, which only sequential OS runs (it loads at its first batch; the MPI ranks
-    never need it)."""
+    ``loopback_visits``, which sequential OS and the workers of the shared-memory transports run
+    (sequential OS loads it at its first batch)."""
     if chosen != "numba":
         return
     import numpy as np
@@ -116,7 +116,7 @@ def warm_up(chosen: str, visits: bool = False) -> None:
     order, events = np.arange(2), np.zeros(2, dtype=np.int64)
     visits_kernel()(LOSS_CODES["squared"], np.ones((2, n)), False, *module.NO_CSR, np.empty(n), order,
                     np.zeros(2, dtype=np.bool_), counters, 1, False, 2,
-                    0, XS, w, w.copy(), np.zeros(cap, dtype=np.intp), np.zeros(n), y, -0.1, 2, True, 0.0, 1.0,
+                    0, False, 0.0, XS, w, w.copy(), np.zeros(cap, dtype=np.intp), np.zeros(n), y, -0.1, 2, True, 0.0, 1.0,
                     True, 0.0, *exchange_scratch[:-1], np.empty(n), np.empty(n), exchange_scratch[-1],
                     events, events, events, np.zeros(2, dtype=np.bool_), np.zeros(2), np.zeros(1, dtype=np.int64),
                     np.zeros((cap, cap)), *(np.zeros(cap) for _ in range(4)))
