@@ -47,7 +47,7 @@ import time
 
 import numpy as np
 
-from ..protocol.links import SharedReads
+from ..protocol.links import SharedReads, count_staleness
 from ..protocol.threshold import GlobalThreshold, kth_largest, write_abs
 from .transport import Deadline
 from .watch import patience
@@ -222,7 +222,6 @@ def shared_steps(state: SharedState, index: int, worker, max_staleness=None, mon
     # memoryviews: a counter read or increment costs a tenth of numpy's scalar indexing
     started, steps, proposals, refused, writes = (memoryview(c) for c in (state.started, state.steps, state.proposals,
                                                                           state.refused, state.writes))
-    aggregated = state.aggregated
     compute_s = 0.0
     while True:
         own = link.own
@@ -235,8 +234,7 @@ def shared_steps(state: SharedState, index: int, worker, max_staleness=None, mon
             state.finished[index] = 1
             return compute_s, link.histogram
         t0 = time.perf_counter()
-        begun = sum(started) - own + (state.latest_remote_steps() if aggregated else 0)
-        if not link.settle(begun):
+        if not link.settle(_begun(state, started, own)):
             refused[index] += 1
             continue
         started[index] += 1
@@ -267,6 +265,12 @@ def _read(state, index, view, own, steps, central, between, threshold, others_to
     return seen
 
 
+def _begun(state, started, own) -> int:
+    """The other workers' steps whose write has begun (``started``: the counters' memoryview), those
+    of other nodes in the newest ``base`` included: what a read before them missed."""
+    return sum(started) - own + (state.latest_remote_steps() if state.aggregated else 0)
+
+
 def shared_batches(state: SharedState, index: int, worker, batch=None, threshold=None, central=None, between=None):
     """``shared_steps`` in batches: after each read of ``u_C`` the worker takes up to ``batch``
     (``SHARED_BATCH``) steps at its view in one compiled call (``Worker.visit_view``) and writes their
@@ -285,7 +289,6 @@ def shared_batches(state: SharedState, index: int, worker, batch=None, threshold
     others_top = np.empty(threshold.size) if threshold is not None else None
     started, steps, proposals, writes = (memoryview(c) for c in (state.started, state.steps, state.proposals,
                                                                  state.writes))
-    aggregated = state.aggregated
     histogram = [0] * 16
     own = 0
     compute_s = 0.0
@@ -298,7 +301,7 @@ def shared_batches(state: SharedState, index: int, worker, batch=None, threshold
             state.finished[index] = 1
             compute_s += time.perf_counter() - t0
             return compute_s, histogram
-        staleness = sum(started) - own + (state.latest_remote_steps() if aggregated else 0) - seen
+        staleness = _begun(state, started, own) - seen
         started[index] += count
         np.add(row, change, out=row)
         writes[index] += 1
@@ -308,9 +311,7 @@ def shared_batches(state: SharedState, index: int, worker, batch=None, threshold
         steps[index] = own
         compute_s += time.perf_counter() - t0
         if count:
-            if staleness >= len(histogram):
-                histogram.extend([0] * (staleness + 1 - len(histogram)))
-            histogram[staleness] += count
+            count_staleness(histogram, staleness, count)
 
 
 class OthersTop:

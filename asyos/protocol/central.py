@@ -110,11 +110,11 @@ class Central:
         self._hist = [int(c) for c in histogram] or [0]
         self.refused += int(refused)
 
-    def set_counts(self, steps: int, refused: int, histogram, pushes=None) -> None:
+    def set_counts(self, steps: int, pushes: int, refused: int, histogram) -> None:
         """Counts gathered elsewhere (the shared-memory transport, where the workers write ``u_C``
-        themselves: ``pushes`` writes, one a step unless given; ``histogram`` counts steps)."""
+        themselves: ``pushes`` writes of one or more steps; ``histogram`` counts steps)."""
         self.steps = self.version = int(steps)
-        self.accepted = self.steps if pushes is None else int(pushes)
+        self.accepted = int(pushes)
         self.u_ext[self.n + REPLY_VERSION] = self.version
         self.refused = int(refused)
         self._hist = [int(c) for c in histogram] or [0]

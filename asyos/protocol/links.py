@@ -190,11 +190,15 @@ class SharedReads:
             return False
         self.worker.commit()
         self.own += 1
-        hist = self.histogram
-        if staleness >= len(hist):
-            hist.extend([0] * (staleness + 1 - len(hist)))
-        hist[staleness] += 1
+        count_staleness(self.histogram, staleness)
         return True
+
+
+def count_staleness(histogram: list, staleness: int, steps: int = 1) -> None:
+    """Add ``steps`` steps read ``staleness`` versions behind to ``histogram`` (grown as needed)."""
+    if staleness >= len(histogram):
+        histogram.extend([0] * (staleness + 1 - len(histogram)))
+    histogram[staleness] += steps
 
 
 class NodeExchange:

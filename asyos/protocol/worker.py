@@ -270,6 +270,23 @@ class Worker:
             self.dropped += len(dropped)
         return len(dropped)
 
+    def _at_read(self, u, others_top) -> float:
+        """What a read of ``u_C`` starts, before a step (``propose``) or a batch of them (``visit_view``):
+        the watch of the other workers' moves (at the first read), the guard, and under the global budget
+        (``others_top``) the threshold and the drops below it. Returns the level an entering weight must
+        reach (0 without the global budget)."""
+        if self._watch_others and self._pass_origin is None:
+            self._start_watch(u)
+        if self._guarded:
+            self._guard(u)
+        if others_top is None:
+            return 0.0
+        self.threshold, smallest = self._threshold(others_top)
+        level = self.slack * self.threshold
+        if smallest < level:
+            self.drop_below(level)
+        return level
+
     def propose(self, u: np.ndarray, version: int = 0, others_top: Optional[np.ndarray] = None) -> Optional[Push]:
         """One step at central state ``u`` (read at ``version``); ``None`` when the passes are done.
         The returned ``Push`` (and its buffer) is reused by the next call.
@@ -284,14 +301,7 @@ class Worker:
         ``write_push_weights``). A worker done with its passes still returns one last push while it
         has something to carry."""
         self._cursor_before = (self._pass, self._pos, self._pass_changes, self.passes_run)
-        if self._watch_others and self._pass_origin is None:
-            self._start_watch(u)
-        if self._guarded:
-            self._guard(u)
-        if others_top is not None:
-            self.threshold, smallest = self._threshold(others_top)
-            if smallest < self.slack * self.threshold:
-                self.drop_below(self.slack * self.threshold)
+        level = self._at_read(u, others_top)
         nxt = self._next_feature(u=u)
         if nxt is None:
             if not self._carrying:
@@ -317,7 +327,7 @@ class Worker:
             action = self.state.propose(j, self.shard.column(j), u, self.delta)
         except DivergenceError as exc:
             raise DivergenceError(f"{exc} (pass {nxt[0] + 1}, feature {int(self.shard.columns[j])})") from None
-        if others_top is not None and self.state.refuse_small_entry(self.slack * self.threshold, self.delta):
+        if others_top is not None and self.state.refuse_small_entry(level, self.delta):
             action = REJECT
         if self._carrying:
             self.delta += self.carry
@@ -369,16 +379,7 @@ class Worker:
         admission rule runs inside, at the threshold of the read), and the pass-end rules that watch the
         other workers (a batch ends where a pass does; the next read decides). Each step sees the other
         workers' changes as of the batch's read: a batch of ``K`` steps is a push of ``K`` steps."""
-        if self._watch_others and self._pass_origin is None:
-            self._start_watch(u)
-        if self._guarded:
-            self._guard(u)
-        level = 0.0
-        if others_top is not None:
-            self.threshold, smallest = self._threshold(others_top)
-            level = self.slack * self.threshold
-            if smallest < level:
-                self.drop_below(level)
+        level = self._at_read(u, others_top)
         nxt = self._next_feature(u=u)
         if nxt is None and not self._carrying:
             return 0, None
