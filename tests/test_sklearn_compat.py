@@ -10,10 +10,9 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
-import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from asyos import AsyncSampleStream, BudgetedARDA
+from asyos import AsyncSampleStream, BudgetedAMD, BudgetedARDA
 from asyos.registry import all_algorithms
 
 CLASSIFICATION_LOSS = "squared_hinge"
@@ -51,8 +50,10 @@ def configurations(spec):
 
 
 ESTIMATORS = [estimator for spec in all_algorithms() for _, estimator in configurations(spec)]
+# the simulator wraps B-AMD for regression: 20 passes reach R^2 0.80 (0.17 s a fit here) where B-ARDA needs
+# 100 (1.2 s a fit: the simulator's events are Python; the wrapped B-ARDA took 20 s of the 70 s of this file)
 ESTIMATORS += [AsyncSampleStream(BudgetedARDA(budget=1, passes=2), n_workers=2),
-               AsyncSampleStream(BudgetedARDA(budget=1, loss="squared", **STREAM_REGRESSION), n_workers=2)]
+               AsyncSampleStream(BudgetedAMD(budget=1, loss="squared", passes=20), n_workers=2)]
 
 # (class name, check name) -> the reason the algorithm forces
 EXPECTED_FAILURES: dict[tuple[str, str], str] = {

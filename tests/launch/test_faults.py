@@ -83,10 +83,24 @@ def test_ctrl_c_ends_the_job_with_130_and_one_line():
     assert err.strip() == "asyos: stopped by SIGINT; ending the job", err        # no --output: nothing to save
 
 
-def mapped_segments() -> set:
-    """The files under ``/dev/shm`` some live process maps (another test's job that is still running)."""
-    mapped = set()
+def job_segments(launcher: int) -> set:
+    """The files under ``/dev/shm`` that ``launcher`` (an ``mpiexec``'s pid) and the processes it
+    started map now (hydra's proxy starts every rank in a session of its own: the parent links, not
+    the session, say which job a rank belongs to)."""
+    parents = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                parents[int(pid)] = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):               # gone meanwhile
+            continue
+    job, grown = {launcher}, True
+    while grown:
+        more = {pid for pid, parent in parents.items() if parent in job} - job
+        job |= more
+        grown = bool(more)
+    mapped = set()
+    for pid in job:
         try:
             with open(f"/proc/{pid}/maps") as fh:
                 mapped.update(os.path.basename(line.split(None, 5)[5].strip()) for line in fh if " /dev/shm/" in line)
@@ -96,10 +110,27 @@ def mapped_segments() -> set:
 
 
 def test_an_aborted_job_leaves_no_shared_memory_segment():
-    before = set(os.listdir("/dev/shm"))
-    rc, out, err, _ = run_mpiexec(4, [sys.executable, INJECT, "raise", "1", AFTER_S, *LONG], timeout=60)
-    assert rc != 0 and "injected failure" in err, err
-    # new since the job started and mapped by no live process: left behind (a job of another test
-    # running meanwhile maps its own)
-    left = {f for f in set(os.listdir("/dev/shm")) - before if f.startswith("mpich_shm")} - mapped_segments()
+    """The segments this job's ranks mapped while it ran (watched from outside, so that a job of
+    another test running meanwhile, which may leave its own behind, is not counted) are gone once
+    it has ended."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([MPIEXEC, "-n", "4", sys.executable, INJECT, "raise", "1", AFTER_S, *LONG], cwd=REPO,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    ours = set()
+    try:
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            ours |= job_segments(proc.pid)
+            time.sleep(0.05)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode != 0 and "injected failure" in err, err
+    ours = {f for f in ours if f.startswith("mpich_shm")}
+    assert ours, "the job's ranks were never seen mapping a shared-memory segment"
+    left = ours & set(os.listdir("/dev/shm"))
     assert not left, left
