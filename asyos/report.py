@@ -31,6 +31,7 @@ import sys
 import numpy as np
 
 from .errors import EXIT_OK, EXIT_USAGE, InputError
+from .summary import histogram_counts
 
 PICTURE = "run.png"
 NO_MATPLOTLIB = "matplotlib is not installed (pip install 'asyos[plot]')"
@@ -100,7 +101,7 @@ def panels(record: dict, log=None, directory=None) -> list:
         out.append("selection_raster")
     histogram = (record.get("staleness") or {}).get("histogram") if isinstance(record.get("staleness"), dict) \
         else None
-    if histogram and sum(histogram) > 0:
+    if histogram and histogram_counts(histogram).sum() > 0:
         out.append("staleness")
     if _workers(record) is not None:
         out.append("workers")
@@ -401,7 +402,7 @@ def _selection_raster(ax, record, log, directory):
 
 def _staleness(ax, record, log, directory):
     st = record["staleness"]
-    hist = np.asarray(st["histogram"], dtype=float)
+    hist = histogram_counts(st["histogram"]).astype(float)
     _bars(ax, hist, "tab:purple", bottom=0.8)
     ax.axvline(st["mean"], color="black", linestyle="--", linewidth=0.8, label=f"mean {st['mean']:.2f}")
     ax.axvline(st["p95"], color="tab:red", linestyle=":", linewidth=0.8, label=f"95% of pushes <= {st['p95']}")

@@ -85,6 +85,17 @@ def format_summary(record: dict) -> str:
 STALENESS_BUCKETS = (0, 1, 4, 16, 64, 256, 1024)     # powers of 4: a long tail stays one short line
 
 
+def histogram_counts(hist) -> np.ndarray:
+    """A staleness histogram as counts by staleness: the list the engine and the Asy-OS simulator
+    write, or the sample-stream simulator's ``{staleness: count}`` (string keys once read from JSON)."""
+    if isinstance(hist, dict):
+        counts = np.zeros(max(map(int, hist), default=0) + 1, dtype=np.int64)
+        for k, c in hist.items():
+            counts[int(k)] = c
+        return counts
+    return np.asarray(hist if hist else [0], dtype=np.int64)
+
+
 def staleness_line(st: dict, unit: str) -> str:
     """The staleness distribution, readable: its unit, the percentiles, why the mean may exceed the
     95th percentile, and the share of steps in buckets 0, 1-3, 4-15, ... (powers of 4)::
@@ -92,13 +103,7 @@ def staleness_line(st: dict, unit: str) -> str:
         staleness (versions of u_C a read was behind): median 0, p95 2, p99 9, max 2437;
         mean 7.78, above p95: 1.2% of steps were more than 2 behind; 0: 61%, 1-3: 35%, 4-15: 3.4%, ...
     """
-    hist = st.get("histogram") or [0]
-    if isinstance(hist, dict):                           # the sample-stream simulator's {staleness: count}
-        counts = np.zeros(max(map(int, hist), default=0) + 1, dtype=np.int64)
-        for k, c in hist.items():
-            counts[int(k)] = c
-    else:
-        counts = np.asarray(hist, dtype=np.int64)
+    counts = histogram_counts(st.get("histogram"))
     total = int(counts.sum())
     text = f"staleness ({unit} a read was behind):"
     if total == 0:

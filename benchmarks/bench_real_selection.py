@@ -48,7 +48,11 @@ are not timed. Each method is a function ``(X_train, y_train, k, task, seed) -> 
 seconds, info)``; a fit that fails is recorded with its error and the run goes on.
 
 Printed: one table of scores per task, with the best peer and the gaps of ``os`` and ``os-sim12``
-to it, then one table of fit times as ratios to ``kbest+refit``'s time in the same run.
+to it, then one table of fit times as ratios to ``kbest+refit``'s time in the same run, and one of
+the process CPU time of each method's call (its fit and what it needs first: abess's dense copy,
+OFSA's column scan; ``time.process_time``) as a ratio to abess's on the same fold. Every side runs
+single-threaded (``OPENBLAS_NUM_THREADS`` = ``OMP_NUM_THREADS`` = 1 unless set, abess's ``thread=1``);
+``os-mpi5``'s work is done by its ranks, so it has no CPU entry.
 
     python benchmarks/bench_real_selection.py                   # every set, k in {10, 50}, 5 folds
     python benchmarks/bench_real_selection.py --quick           # seconds, for CI
@@ -61,6 +65,10 @@ from __future__ import annotations
 import inspect
 import math
 import os
+
+# every side single-threaded (BLAS, OpenMP), set before numpy loads; a value the user set stays
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 import shutil
 import tempfile
 import time
@@ -92,6 +100,7 @@ OS_FAMILY = ("os", "os-kdd16", "os-sim12", "os-mpi5", "b-arda", "ofsa")
 PEERS = ("abess", "l1+refit", "kbest+refit")
 METHODS = OS_FAMILY + PEERS
 BASELINE = "kbest+refit"
+CPU_BASELINE = "abess"          # the process CPU table's reference (issue: OS at or below abess's CPU)
 GAP_METHODS = ("os", "os-sim12")
 DENSE_LIMIT_BYTES = 2e9         # largest dense copy (abess) or p x p averages (OFSA) made
 L1_STEPS = 30                   # bisection steps on log(l1 weight)
@@ -466,7 +475,9 @@ def run_dataset(run, profile, name, X, y, source, notes):
                 try:
                     with warnings.catch_warnings(record=True) as caught:
                         warnings.simplefilter("always")
+                        c0 = time.process_time()
                         predict, support, seconds, info = fn(Xtr, ytr, k, task, fold)
+                        cpu = None if method == "os-mpi5" else time.process_time() - c0
                         pred = predict(Xte)
                 except Skip as why:
                     note(notes, name, method, str(why))
@@ -477,7 +488,7 @@ def run_dataset(run, profile, name, X, y, source, notes):
                     print(f"   {name} k={k} fold {fold} {method}: FAILED {rec['error'][:300]}", flush=True)
                     run.unit(rec)
                     continue
-                rec.update(score=score(task, yte, pred), seconds=float(seconds),
+                rec.update(score=score(task, yte, pred), seconds=float(seconds), cpu_s=cpu,
                            n_selected=int(len(support)), support=[int(j) for j in support], **info)
                 messages = sorted({f"{w.category.__name__}: {str(w.message)[:200]}" for w in caught})
                 if messages:
@@ -561,7 +572,9 @@ def summarise(units, datasets, methods):
                     continue
                 mean, std = mean_std([u["score"] for u in mine])
                 sec = mean_std([u["seconds"] for u in mine])[0]
-                cell[m] = {"mean": mean, "std": std, "seconds": sec, "folds": sum(u["score"] is not None for u in mine),
+                cpu = mean_std([u.get("cpu_s") for u in mine])[0]
+                cell[m] = {"mean": mean, "std": std, "seconds": sec, "cpu_s": cpu,
+                           "folds": sum(u["score"] is not None for u in mine),
                            "failed": sum(u["score"] is None for u in mine),
                            "n_selected": mean_std([u.get("n_selected") for u in mine])[0]}
             peers = [(cell[m]["mean"], m) for m in PEERS if m in cell and cell[m]["mean"] is not None]
@@ -571,8 +584,21 @@ def summarise(units, datasets, methods):
             base = cell.get(BASELINE, {}).get("seconds")
             ratios = {m: c["seconds"] / base for m, c in cell.items() if base and c["seconds"] is not None}
             per_k[str(k)] = {"methods": cell, "best_peer": {"method": best[1], "score": best[0]} if best else None,
-                             "gaps_to_best_peer": gaps, "time_ratio_to_baseline": ratios}
+                             "gaps_to_best_peer": gaps, "time_ratio_to_baseline": ratios,
+                             "cpu_ratio_to_abess": cpu_ratios(units, name, k)}
         out[name] = {**meta, "results": per_k}
+    return out
+
+
+def cpu_ratios(units, name, k):
+    """Each method's process CPU over abess's, fold by fold (the mean of the per-fold ratios)."""
+    mine = [u for u in units if u["dataset"] == name and u["k"] == k and u.get("cpu_s") is not None]
+    base = {u["fold"]: u["cpu_s"] for u in mine if u["method"] == CPU_BASELINE and u["cpu_s"] > 0}
+    out = {}
+    for method in dict.fromkeys(u["method"] for u in mine):
+        ratios = [u["cpu_s"] / base[u["fold"]] for u in mine if u["method"] == method and u["fold"] in base]
+        if ratios:
+            out[method] = mean_std(ratios)[0]
     return out
 
 
@@ -584,7 +610,7 @@ def print_tables(summary, methods, profile):
         shown = [m for m in methods if any(m in summary[n]["results"][str(k)]["methods"]
                                            for n in names for k in summary[n]["ks"])]
         gap_cols = [m for m in GAP_METHODS if m in shown]
-        rows, trows = [], []
+        rows, trows, crows = [], [], []
         for n in names:
             for k in summary[n]["ks"]:
                 r = summary[n]["results"][str(k)]
@@ -599,10 +625,18 @@ def print_tables(summary, methods, profile):
                              + [(f"{cell[m]['seconds'] / base:.1f}x" if base else f"{cell[m]['seconds']:.3f}s")
                                 if m in cell and cell[m]["seconds"] is not None else "-" for m in shown]
                              + [f"{base:.3f}" if base else "-"])
+                over = r.get("cpu_ratio_to_abess", {})
+                abess_cpu = cell.get(CPU_BASELINE, {}).get("cpu_s")
+                crows.append([label(n, summary), k] + [f"{over[m]:.2f}x" if m in over else "-" for m in shown]
+                             + [f"{abess_cpu:.3f}" if abess_cpu is not None else "-"])
         print_table(f"{task}: {metric}, mean over {profile['folds']} folds (std in the JSON); gap = method - best "
                     f"peer", ["data set", "k", *shown, "best peer", *(f"{m} gap" for m in gap_cols)], rows)
         print_table(f"{task}: fit time per fold as a ratio to {BASELINE}'s (same run), and {BASELINE}'s seconds",
                     ["data set", "k", *shown, f"{BASELINE} s"], trows)
+        if any(len(row) > 2 and any(v != "-" for v in row[2:-1]) for row in crows):
+            print_table(f"{task}: process CPU per fold as a ratio to {CPU_BASELINE}'s on the same fold (mean of the "
+                        f"ratios; single-threaded), and {CPU_BASELINE}'s CPU seconds",
+                        ["data set", "k", *shown, f"{CPU_BASELINE} CPU s"], crows)
     mpi = (f" os-mpi5: only on --mpi-sets ({', '.join(profile['mpi_sets']) or 'none'}); its time is the run's "
            "timing.async_s (the asynchronous phase; wall_s when absent), start-up and data loading excluded; 5 ranks "
            "on a 2-core machine are oversubscribed." if "os-mpi5" in methods else "")

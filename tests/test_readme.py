@@ -166,6 +166,8 @@ def _problems(line, command, outcome, runs, datasets):
         return [f"README line {line}: {command}\nexit {status}, expected {expected}\n{out}\n{err}"]
     problems = [f"README line {line}: {command}: {text!r} not in\n{out}"
                 for text in EXPECTED_OUTPUT.get(command, ()) if text not in out]
+    if "no picture drawn" in out + err:          # the run succeeds without it, but README shows the picture
+        problems.append(f"README line {line}: {command}: its picture failed\n{out}\n{err}")
     words = _argv(command, runs, datasets or "")
     output = _output_dir(words)
     if output and expected == 0 and "asyos.run" in command:

@@ -59,6 +59,22 @@ def test_simulator_picture_has_the_staleness(tmp_path, capsys):
     assert "workers" not in names                         # the simulator records no per-worker entries
 
 
+def test_a_simulated_sample_stream_run_draws_its_staleness(tmp_path, capsys):
+    """The sample-stream simulator writes its histogram as ``{staleness: count}`` (string keys in the
+    JSON); the picture and ``python -m asyos.report`` read it as the engine's list (they failed with
+    a TypeError on README's ``--algorithm b-amd --simulate`` example)."""
+    status, out, err = run_cli(["--algorithm", "b-amd", "--n-features", "60", "--n-informative", "5",
+                                "--synthetic", "classification", "--simulate", "--workers", "3",
+                                "--output", str(tmp_path)], capsys)
+    assert status == 0, err
+    assert "no picture drawn" not in out + err
+    record = json.loads((tmp_path / "results.json").read_text())
+    assert isinstance(record["staleness"]["histogram"], dict)
+    assert_png(tmp_path / "run.png")
+    assert "staleness" in panels_of(tmp_path)
+    assert report.main([str(tmp_path)]) == 0
+
+
 def test_b_arda_in_memory_and_from_a_file_trace_learning_and_selection(tmp_path, capsys):
     from sklearn.datasets import dump_svmlight_file
     args = ["--algorithm", "b-arda", "--synthetic", "classification", "--n-features", "300", "--n-informative", "10",
