@@ -162,6 +162,8 @@ def draw_run(directory: str, output=None):
         DRAW[name](ax, record, log, directory)
     for ax in axes.ravel()[len(names):]:
         ax.set_visible(False)
+    for ax in fig.axes:              # twin axes included: the log axes' minor ticks cost 0.25-0.3 s a picture
+        ax.minorticks_off()
     fig.suptitle(title(record), fontsize=10)
     _fixed_layout(fig, rows, columns)
     from .results import atomic_file
@@ -451,15 +453,17 @@ def _dfls_path(ax, record, log, directory):
 
 
 def _bars(ax, heights, color, bottom=0.0):
-    """A bar per value: ``ax.bar`` for a few, one filled outline beyond 50 (700 bar patches of a long
-    staleness tail took 3 s of ``tight_layout`` and ``savefig``)."""
+    """A bar per value: ``ax.bar`` for a few, one filled step outline beyond 50 (700 bar patches of a
+    long staleness tail took 3 s of ``tight_layout`` and ``savefig``; ``ax.stairs``, a patch whose data
+    limits matplotlib finds segment by segment in Python, 0.35 s for a tail of 2,500 values)."""
     heights = np.asarray(heights, dtype=float)
     x = np.arange(heights.size)
     if heights.size <= 50:
         ax.bar(x, heights, width=0.9, color=color)
     else:
-        ax.stairs(np.maximum(heights, bottom), np.arange(heights.size + 1) - 0.5, baseline=bottom, fill=True,
-                  color=color)
+        top = np.maximum(heights, bottom)
+        ax.fill_between(np.arange(heights.size + 1) - 0.5, bottom, np.append(top, top[-1]), step="post",
+                        color=color, linewidth=0)
 
 
 def _coefficients(ax, record, log, directory):
