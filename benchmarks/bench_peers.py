@@ -19,7 +19,7 @@ Every fit runs in a process of its own (``OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1
 ``thread=1``: every side single-threaded), which generates the same seeded data and reports the
 CPU time of the fit alone (``time.process_time`` around it: imports, data generation and the loading
 of OS's compiled step from numba's cache, 0.7-1 s once per process, happen before the clock starts;
-OS runs its compiled step, ``ASYOS_KERNELS=numba``, at every ``p``),
+OS runs its compiled step, ``ASYOS_KERNELS=numba``, at every ``p`` unless ``ASYOS_KERNELS`` is set),
 its peak resident memory (``VmHWM``, the data included; the data's own bytes are printed beside it)
 and the recall of the planted support. The table gives each method's CPU time over abess's on the
 same problem and seed (the mean of the per-seed ratios): the goal of OS is at most 1.
@@ -65,7 +65,8 @@ def _os(variant):
     # the compiled step whatever the problem's size: ``auto`` takes the numpy step below 20,000 steps
     # (p = 2000: 5,800 steps, 1.07 s of CPU against 0.27 s compiled, regression, the same selection),
     # because a fresh process would pay 0.7-1 s to load the compiled one, which happens here before the clock
-    os.environ["ASYOS_KERNELS"] = "numba"
+    # (a backend the user set in ASYOS_KERNELS stays)
+    os.environ.setdefault("ASYOS_KERNELS", "numba")
     from asyos import OnlineSubstitution
     from asyos.learners.substitution.kernels import warm_up
     warm_up("numba")                    # numba's cached step loaded before the clock (once per process)
