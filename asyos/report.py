@@ -99,9 +99,8 @@ def panels(record: dict, log=None, directory=None) -> list:
         out.append("selection_count")
     if log:
         out.append("selection_raster")
-    histogram = (record.get("staleness") or {}).get("histogram") if isinstance(record.get("staleness"), dict) \
-        else None
-    if histogram and histogram_counts(histogram).sum() > 0:
+    staleness = record.get("staleness")
+    if isinstance(staleness, dict) and histogram_counts(staleness.get("histogram")).sum() > 0:
         out.append("staleness")
     if _workers(record) is not None:
         out.append("workers")

@@ -633,7 +633,7 @@ def print_tables(summary, methods, profile):
                     f"peer", ["data set", "k", *shown, "best peer", *(f"{m} gap" for m in gap_cols)], rows)
         print_table(f"{task}: fit time per fold as a ratio to {BASELINE}'s (same run), and {BASELINE}'s seconds",
                     ["data set", "k", *shown, f"{BASELINE} s"], trows)
-        if any(len(row) > 2 and any(v != "-" for v in row[2:-1]) for row in crows):
+        if any(summary[n]["results"][str(k)].get("cpu_ratio_to_abess") for n in names for k in summary[n]["ks"]):
             print_table(f"{task}: process CPU per fold as a ratio to {CPU_BASELINE}'s on the same fold (mean of the "
                         f"ratios; single-threaded), and {CPU_BASELINE}'s CPU seconds",
                         ["data set", "k", *shown, f"{CPU_BASELINE} CPU s"], crows)
