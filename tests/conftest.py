@@ -72,7 +72,10 @@ def compile_kernels():
 # matches (a file before its directory). Any other test counts LIGHT.
 COST = {"tests/test_readme.py::test_every_readme_command_runs_as_written": 220.0,
         "tests/launch/test_resume_mpi.py": 25.0, "tests/launch/test_mpi_suite.py": 33.0,
-        "tests/launch/test_progress_mpi.py": 23.0, "tests/launch/": 8.0, "tests/test_benchmarks.py": 10.0, "tests/test_resume_learners.py": 6.0,
+        "tests/launch/test_progress_mpi.py": 23.0, "tests/launch/": 8.0,
+        "tests/test_benchmarks.py::test_quick_profile_writes_its_results[bench_ingest.py]": 45.0,
+        "tests/test_benchmarks.py::test_quick_profile_writes_its_results[bench_speedup.py]": 25.0,
+        "tests/test_benchmarks.py": 5.0, "tests/test_resume_learners.py": 6.0,
         "tests/test_resume.py": 4.0, "tests/test_row_streams.py": 1.0, "tests/test_report.py": 1.0}
 LIGHT = 0.1
 

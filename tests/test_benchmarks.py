@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from tests.conftest import REPO
+from tests.inprocess import run_script as run_inside
 
 BENCHMARKS = sorted(f for f in os.listdir(os.path.join(REPO, "benchmarks")) if f.startswith("bench_"))
 
@@ -79,25 +80,42 @@ def _check_written(proc, output, script):
     assert "-" * 3 in proc.stdout                           # a table was printed
 
 
+# Run as processes of their own: those that start mpiexec jobs (the nightly ones and bench_speedup.py, whose
+# calibration also forks a pool of processes) and one more script, so that running as a script stays
+# tested. The others run inside the test process (``tests/inprocess.py``): a smoke run's own work is a second
+# or two, its imports (scikit-learn, scipy, numba, matplotlib) 4-6 s, paid once by the test process instead.
+AS_PROCESS = NIGHTLY | {"bench_speedup.py", "bench_ingest.py"}
+
+
+def run_smoke(script, output, *extra):
+    """``python benchmarks/SCRIPT --smoke --output OUTPUT *extra`` (as a process for ``AS_PROCESS``);
+    the completed process (or what it would have been)."""
+    path = os.path.join(REPO, "benchmarks", script)
+    args = ["--smoke", "--output", str(output), *map(str, extra)]
+    if script in AS_PROCESS:
+        return run_script([sys.executable, path, *args], cwd=str(output.parent))
+    status, out, err = run_inside(path, *args, cwd=str(output.parent))
+    return subprocess.CompletedProcess([path, *args], status, out, err)
+
+
 # bench_real_selection.py's smoke run is the first half of the test of its --summarise, below
 @pytest.mark.parametrize("script", [pytest.param(s, marks=_marks(s)) for s in BENCHMARKS
                                     if s != "bench_real_selection.py"])
 def test_quick_profile_writes_its_results(script, tmp_path):
-    proc = run_script([sys.executable, os.path.join(REPO, "benchmarks", script), "--smoke", "--output",
-                       str(tmp_path)], cwd=str(tmp_path))
-    _check_written(proc, tmp_path, script)
+    output = tmp_path / "out"
+    proc = run_smoke(script, output)
+    _check_written(proc, output, script)
 
 
 def test_the_real_data_benchmark_rebuilds_its_report_from_its_logs(tmp_path):
     """The smoke run writes its results, and ``--summarise`` merges JSON-lines logs (a later unit
     replaces the same set, k, method and fold) into the same tables and summary a run prints."""
-    script = os.path.join(REPO, "benchmarks", "bench_real_selection.py")
     first = tmp_path / "first"
-    proc = run_script([sys.executable, script, "--smoke", "--output", str(first)], cwd=str(tmp_path))
+    proc = run_smoke("bench_real_selection.py", first)
     _check_written(proc, first, "bench_real_selection.py")
     merged = tmp_path / "merged"
-    proc = run_script([sys.executable, script, "--smoke", "--output", str(merged), "--summarise",
-                       str(first / "real_selection.jsonl"), str(first / "real_selection.jsonl")], cwd=str(tmp_path))
+    proc = run_smoke("bench_real_selection.py", merged, "--summarise", first / "real_selection.jsonl",
+                     first / "real_selection.jsonl")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     original = json.loads((first / "real_selection.json").read_text())["summary"]["datasets"]
     rebuilt = json.loads((merged / "real_selection.json").read_text())
