@@ -58,11 +58,15 @@ def per_call(fn, calls, repeats):
 @contextlib.contextmanager
 def kernel_backend(kernels):
     """``ASYOS_KERNELS=kernels`` for this process and the runs it starts."""
+    before = os.environ.get("ASYOS_KERNELS")
     os.environ["ASYOS_KERNELS"] = kernels
     try:
         yield
     finally:
-        del os.environ["ASYOS_KERNELS"]
+        if before is None:
+            del os.environ["ASYOS_KERNELS"]
+        else:                                   # the user's own setting comes back
+            os.environ["ASYOS_KERNELS"] = before
 
 
 def os_run(data, s, passes, lipschitz, kernels="numpy", variant="kdd16"):
