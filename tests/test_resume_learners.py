@@ -154,17 +154,21 @@ def test_the_stream_simulator_resumes_bit_for_bit(name, settings, tmp_path):
 
 # -- running averages -------------------------------------------------------------------------------
 def write_libsvm(path, n, p, nnz, seed, classification=True):
-    """A libsvm file of ``n`` rows with ``nnz`` values each among ``p`` features."""
+    """A libsvm file of ``n`` rows with ``nnz`` values each among ``p`` features (drawn a block of rows
+    at a time: row by row, 40,000 rows took 6.7 s of the test's time)."""
     rng = np.random.default_rng(seed)
     truth = np.zeros(p)
     truth[:10] = rng.normal(size=10)
     with open(path, "w") as fh:
-        for _ in range(n):
-            cols = np.sort(rng.choice(p, nnz, replace=False))
-            vals = np.round(rng.normal(size=nnz), 4)
-            u = vals @ truth[cols] + 0.1 * rng.normal()
-            label = (1 if u >= 0 else -1) if classification else round(u, 4)
-            fh.write(f"{label} " + " ".join(f"{c}:{v}" for c, v in zip(cols, vals)) + "\n")
+        for start in range(0, n, 1000):
+            m = min(1000, n - start)
+            # increasing and distinct: a sorted draw from [0, p - nnz] plus 0, 1, ..., nnz - 1
+            cols = np.sort(rng.integers(0, p - nnz + 1, size=(m, nnz)), axis=1) + np.arange(nnz)
+            vals = np.round(rng.normal(size=(m, nnz)), 4)
+            u = np.einsum("ij,ij->i", vals, truth[cols]) + 0.1 * rng.normal(size=m)
+            labels = np.where(u >= 0, 1, -1) if classification else np.round(u, 4)
+            fh.writelines(f"{label} " + " ".join(map("{}:{}".format, c.tolist(), v.tolist())) + "\n"
+                          for label, c, v in zip(labels.tolist(), cols, vals))
     return path
 
 
