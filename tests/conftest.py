@@ -19,10 +19,16 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("ASYOS_PICTURE", "0")
 
 
+WARMED = "ASYOS_TESTS_WARMED"      # set once the bytecode and kernels are compiled; inherited by every process
+
+
 def pytest_configure(config):
-    if not hasattr(config, "workerinput"):          # not in pytest-xdist's workers: the controller did it
+    # once per test run: not in pytest-xdist's workers, nor in a pytest started by a test (the 3 ranks of
+    # tests/launch/test_mpi_suite.py each compiled them again, 3-4 s of CPU apiece)
+    if not hasattr(config, "workerinput") and not os.environ.get(WARMED):
         compile_bytecode()
         compile_kernels()
+        os.environ[WARMED] = "1"
 
 
 def compile_bytecode():
