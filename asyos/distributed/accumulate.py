@@ -185,8 +185,9 @@ def run_running_averages(config, comm=None) -> int:
         try:
             agree_after_setup(comm, error, (), Backoff(max_sleep=10e-3), config.setup_timeout)
         except Deadline:
-            abort_job(comm, 1, f"asyos: rank {rank}: setup did not finish on every rank within "
-                               f"{config.setup_timeout:g} s; aborting the job")
+            from ..errors import EXIT_CENTRAL_LOST, EXIT_WORKER_LOST      # as the Asy-OS driver says it
+            abort_job(comm, EXIT_CENTRAL_LOST if rank else EXIT_WORKER_LOST, f"asyos: rank {rank}: setup did not "
+                      f"finish on every rank within {config.setup_timeout:g} s; aborting the job")
     elif error:
         raise InputError(error)
     source, problem, estimator = setup
