@@ -98,7 +98,14 @@ def run_smoke(script, output, *extra):
     return subprocess.CompletedProcess([path, *args], status, out, err)
 
 
+# A smoke run inside the test process that outlasts GUARD_S fails its test (SIGALRM raises in the test) instead
+# of meeting pytest's 300 s thread timeout, which ends the whole xdist worker; a process's own guard (run_script)
+# fires first.
+INSIDE_GUARD = pytest.mark.timeout(GUARD_S + 30, method="signal")
+
+
 # bench_real_selection.py's smoke run is the first half of the test of its --summarise, below
+@INSIDE_GUARD
 @pytest.mark.parametrize("script", [pytest.param(s, marks=_marks(s)) for s in BENCHMARKS
                                     if s != "bench_real_selection.py"])
 def test_quick_profile_writes_its_results(script, tmp_path):
@@ -107,6 +114,7 @@ def test_quick_profile_writes_its_results(script, tmp_path):
     _check_written(proc, output, script)
 
 
+@INSIDE_GUARD
 def test_the_real_data_benchmark_rebuilds_its_report_from_its_logs(tmp_path):
     """The smoke run writes its results, and ``--summarise`` merges JSON-lines logs (a later unit
     replaces the same set, k, method and fold) into the same tables and summary a run prints."""
