@@ -181,13 +181,8 @@ def run_running_averages(config, comm=None) -> int:
     except InputError as exc:
         error = str(exc)
     if comm is not None:
-        from .transport import Backoff, Deadline, abort_job, agree_after_setup
-        try:
-            agree_after_setup(comm, error, (), Backoff(max_sleep=10e-3), config.setup_timeout)
-        except Deadline:
-            from ..errors import EXIT_CENTRAL_LOST, EXIT_WORKER_LOST      # as the Asy-OS driver says it
-            abort_job(comm, EXIT_CENTRAL_LOST if rank else EXIT_WORKER_LOST, f"asyos: rank {rank}: setup did not "
-                      f"finish on every rank within {config.setup_timeout:g} s; aborting the job")
+        from .transport import agree_after_setup
+        agree_after_setup(comm, error, timeout=config.setup_timeout)
     elif error:
         raise InputError(error)
     source, problem, estimator = setup

@@ -75,17 +75,22 @@ def agree_after_setup(comm, error, values=(), backoff=None, timeout=float("inf")
     input-error message, or ``None``) and ``values`` (numbers). Returns the ``size x len(values)``
     array of every rank's values; raises ``InputError`` with the first failed rank's message on every
     rank (their messages cross in a blocking ``allgather`` only then, when every rank is known to be
-    there), and ``Deadline`` past ``timeout``.
+    there). Past ``timeout`` the job is aborted (``abort_job``: exit 18 from a worker rank, 17 from rank 0).
 
     Never a blocking collective while ranks may still be loading: MPICH spins in it (the ranks of
     ``mpiexec -n 4 --algorithm omcp`` made 2,000-3,000 ``sched_yield`` calls a second each, 2 s of system
     time apiece, while rank 0 loaded), and a rank that dies meanwhile leaves the others in C, where no
     deadline or stop signal reaches them."""
     import numpy as np
-    from ..errors import InputError
+    from ..errors import EXIT_CENTRAL_LOST, EXIT_WORKER_LOST, InputError
     mine = np.array([error is not None, *values], dtype=np.float64)
     everyone = np.empty((comm.Get_size(), mine.size))
-    wait_all([comm.Iallgather(mine, everyone)], backoff or Backoff(max_sleep=10e-3), timeout)
+    try:
+        wait_all([comm.Iallgather(mine, everyone)], backoff or Backoff(max_sleep=10e-3), timeout)
+    except Deadline:
+        rank = comm.Get_rank()
+        abort_job(comm, EXIT_CENTRAL_LOST if rank else EXIT_WORKER_LOST,
+                  f"asyos: rank {rank}: setup did not finish on every rank within {timeout:g} s; aborting the job")
     if everyone[:, 0].any():
         raise InputError(next(e for e in comm.allgather(error) if e))
     return everyone[:, 1:]

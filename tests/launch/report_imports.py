@@ -16,7 +16,8 @@ SUPERVISOR = should_supervise()        # this process only runs the rank as its 
 
 def _report():
     if not SUPERVISOR:
-        sys.stderr.write(f"report_imports: rank {os.environ.get('PMI_RANK', 0)} scikit-learn {'sklearn' in sys.modules}\n")
+        rank = os.environ.get("PMI_RANK", 0)
+        sys.stderr.write(f"report_imports: rank {rank} scikit-learn {'sklearn' in sys.modules}\n")
         sys.stderr.flush()
 
 
