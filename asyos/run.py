@@ -256,7 +256,9 @@ def main(argv=None) -> int:
     from .distributed import supervisor
     argv = sys.argv[1:] if argv is None else list(argv)
     if supervisor.should_supervise():           # before numpy and MPI are loaded
-        return supervisor.supervise()
+        status = supervisor.supervise()         # None: this is the rank, forked by its supervisor
+        if status is not None:
+            return status
     atexit.register(supervisor.mark_finished)   # registered before mpi4py: runs after MPI_Finalize
     from .checkpoint import StopSignals
     StopSignals.install(supervisor.note_stopping)   # SIGTERM / Ctrl-C: save a checkpoint, then stop (asyos.resume)

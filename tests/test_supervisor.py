@@ -1,5 +1,5 @@
 """The supervisor of a rank (``asyos.distributed.supervisor``) without a launcher: a process that
-runs ``supervise()`` with a stand-in PMI descriptor, and its child, the same script.
+runs ``supervise()`` with a stand-in PMI descriptor, and the child it forks, which goes on with the script.
 
 A stop signal the supervisor forwards must end the rank: taken up by the rank's handler (the rank
 saves and stops in its own time), or, when the rank cannot run its handler (blocked inside a C
@@ -20,9 +20,10 @@ SCRIPT = textwrap.dedent("""
     import os, signal, sys, time
     from asyos.distributed import supervisor
     mode = sys.argv[1]
-    if supervisor.CHILD_ENV not in os.environ:             # the supervisor
-        supervisor.STOP_GRACE = float(sys.argv[2])
-        sys.exit(supervisor.supervise())
+    supervisor.STOP_GRACE = float(sys.argv[2])
+    status = supervisor.supervise()                        # None in the child it forks
+    if status is not None:                                 # the supervisor
+        sys.exit(status)
     if mode == "deaf":                                     # SIGTERM stays pending: no handler can run
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         print("child ready", flush=True)

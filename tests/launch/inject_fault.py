@@ -20,11 +20,10 @@ to stderr, so a run's log shows that, when and where the fault was injected: ``E
 ``F1 > F2 > ...`` the asyos functions on the rank's stack, outermost first (which phase the fault
 hit: a busy machine can stretch the setup past ``AFTER_S``).
 
-Under hydra ``asyos.run`` re-executes this very command line as a child and stays its supervisor
-(``asyos/distributed/supervisor.py``). The timer is armed only in the process that runs the rank
-(where ``should_supervise()`` is false), never in the supervisor. The start time is passed to the
-child in ``INJECT_FAULT_T0``, so ``AFTER_S`` counts from when hydra started the wrapper, not from
-the child's own (later) start.
+Under hydra ``asyos.run`` forks the rank and stays its supervisor (``asyos/distributed/supervisor.py``).
+The timer is armed only in the process that runs the rank, never in the supervisor: at once when the
+run is unsupervised, else in the forked child (``os.register_at_fork``: timers are not inherited by a
+fork). ``AFTER_S`` counts from when hydra started the wrapper, not from the child's (later) start.
 """
 import os
 import signal
@@ -36,7 +35,7 @@ T0_ENV = "INJECT_FAULT_T0"
 
 
 def start_time() -> float:
-    """The wrapper's start (epoch seconds): inherited from the supervisor if there is one, else now."""
+    """The wrapper's start (epoch seconds): given in ``INJECT_FAULT_T0``, else now."""
     if T0_ENV not in os.environ:
         os.environ[T0_ENV] = repr(time.time())
     return float(os.environ[T0_ENV])
@@ -101,8 +100,16 @@ def main(argv) -> int:
     mode, rank, after_s, rest = argv[0], argv[1], float(argv[2]), argv[3:]
     t0 = start_time()
     from asyos.distributed import supervisor
-    if os.environ.get("PMI_RANK") == rank and not supervisor.should_supervise():
-        arm(mode, rank, after_s, t0)
+    if os.environ.get("PMI_RANK") == rank:
+        if not supervisor.should_supervise():
+            arm(mode, rank, after_s, t0)
+        else:                                   # in the rank its supervisor forks (its first fork only)
+            forked = []
+            def arm_once():
+                if not forked:
+                    forked.append(True)
+                    arm(mode, rank, after_s, t0)
+            os.register_at_fork(after_in_child=arm_once)
     from asyos.run import main as asyos_main
     return asyos_main(rest)
 

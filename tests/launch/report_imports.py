@@ -1,7 +1,7 @@
 """``python -m asyos.run`` that says, as each rank ends, whether it imported scikit-learn (for the launch tests).
 
 Usage: ``mpiexec -n N python report_imports.py [asyos.run arguments...]``; each rank proper (not the supervisor
-that runs it as a child, ``asyos.distributed.supervisor``) writes ``report_imports: rank R scikit-learn True|False``
+that forks it, ``asyos.distributed.supervisor``) writes ``report_imports: rank R scikit-learn True|False``
 on stderr at exit.
 """
 import atexit
@@ -9,13 +9,13 @@ import os
 import runpy
 import sys
 
-from asyos.distributed.supervisor import should_supervise
+from asyos.distributed.supervisor import CHILD_ENV, should_supervise
 
-SUPERVISOR = should_supervise()        # this process only runs the rank as its child
+SUPERVISOR = should_supervise()        # this process only forks the rank (which inherits this flag)
 
 
 def _report():
-    if not SUPERVISOR:
+    if not SUPERVISOR or CHILD_ENV in os.environ:      # unsupervised, or the rank its supervisor forked
         rank = os.environ.get("PMI_RANK", 0)
         sys.stderr.write(f"report_imports: rank {rank} scikit-learn {'sklearn' in sys.modules}\n")
         sys.stderr.flush()
