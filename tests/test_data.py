@@ -268,6 +268,39 @@ def test_a_scaled_shard_centres_and_scales_every_column(rng):
     assert isinstance(FeatureShard(sp.csr_matrix(X), standardize=True).XT, sp.csr_matrix)   # stays sparse
 
 
+def test_a_shard_given_its_columns_scales_them_in_place_to_the_same_bits(rng):
+    """``copy=False``: a C-contiguous float64 ``X.T`` (a generated shard, feature-major) is scaled where it
+    lies, to the same values as the copy; anything else (a C-ordered ``X``, a read-only array) is copied."""
+    XT = rng.standard_normal((6, 40)) * 3.0 + 1.0
+    for center in (True, False):
+        copied = FeatureShard(XT.T, standardize=True, center=center)
+        given = XT.copy()
+        inplace = FeatureShard(given.T, standardize=True, center=center, copy=False)
+        assert np.shares_memory(inplace.XT, given) and not np.shares_memory(copied.XT, XT)
+        np.testing.assert_array_equal(inplace.XT, copied.XT)
+        np.testing.assert_array_equal(inplace.scales, copied.scales)
+        np.testing.assert_array_equal(inplace.offsets, copied.offsets)
+    X = np.ascontiguousarray(XT.T)                       # sample-major: X.T is not C-contiguous
+    assert not np.shares_memory(FeatureShard(X, standardize=True, copy=False).XT, X)
+    frozen = XT.copy()
+    frozen.flags.writeable = False
+    assert not np.shares_memory(FeatureShard(frozen.T, standardize=True, copy=False).XT, frozen)
+
+
+def test_a_generated_shard_gives_its_raw_columns_again_after_scaling_in_place():
+    """Under mpiexec a worker scales a generated shard in place (``copy=False``) and drops ``X``; the raw
+    columns of its selection, which the central rank refits on, are generated again: the same values."""
+    from asyos.distributed.driver import _raw_columns
+    source = SyntheticSource(n_features=300, seed=4)
+    columns = shard_columns(300, 3, 1)
+    kept = source.load(columns, with_test=False).X.copy()
+    data = source.load(columns, with_test=False)
+    shard = FeatureShard(data.X, columns, standardize=True, copy=False)
+    assert np.shares_memory(shard.XT, data.X)
+    local = np.array([0, 7, 42, 99])
+    np.testing.assert_array_equal(_raw_columns(shard, None, local, source), kept[:, local].T)
+
+
 def test_a_malformed_sparse_matrix_is_refused_before_any_compiled_code(tmp_path):
     """An index beyond the shape or decreasing pointers: InputError from the API and exit 2 from the
     CLI (a column index beyond the shape crashed the OS step with a segmentation fault)."""

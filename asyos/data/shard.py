@@ -27,7 +27,11 @@ CONSTANT_TOLERANCE = 1e-10
 
 
 class FeatureShard:
-    def __init__(self, X, columns=None, standardize=False, center=None):
+    """``copy=False``: with ``standardize``, scale a C-contiguous, writeable float64 ``X.T`` in place instead
+    of a copy of it (the caller gives ``X`` up: a generated shard, which nothing else reads; at p = 100000
+    the copy took 1.1 s and 526 MB of each worker of ``mpiexec -n 3``)."""
+
+    def __init__(self, X, columns=None, standardize=False, center=None, copy=True):
         X = as_float_matrix(X, "X")
         check_scale(X, "X")
         self.n_samples, self.n_local = X.shape
@@ -47,8 +51,10 @@ class FeatureShard:
             self.XT.sort_indices()
             self._scratch = np.zeros(self.n_samples)
             self._dirty = np.empty(0, dtype=self.XT.indices.dtype)
-        elif self.standardized:
-            self.XT = np.array(X.T, order="C")      # always a copy: it is scaled in place
+        elif self.standardized:                    # scaled in place: a copy unless the caller gave X up
+            XT = X.T
+            given = not copy and XT.flags.c_contiguous and XT.flags.writeable and XT.dtype == np.float64
+            self.XT = XT if given else np.array(XT, order="C")
         else:
             self.XT = np.ascontiguousarray(X.T)
         if not self.standardized:

@@ -208,7 +208,11 @@ def _worker_setup(config, rank, n_workers):
             # a generated problem's test columns are generated at the end, for the candidates only
             # (generating the shard's took as long as its training columns: 1 s a worker at p = 20000)
             data = source.load(columns, with_test=not _generates_test_columns(source))
-            shard = options.shard(data.X, columns)
+            if _generates_columns(source):      # nothing else reads the generated X: scaled in place, no copy
+                shard = options.shard(data.X, columns, copy=False)
+                data.X = None                   # the selected columns' raw values are generated again
+            else:
+                shard = options.shard(data.X, columns)
     notes = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
     for w in caught:
         if not issubclass(w.category, ConvergenceWarning):
@@ -268,9 +272,14 @@ def _worker_main(config, comm, setup, lipschitz, backoff, transport, checkpoint=
     transport.close()
 
 
+def _generates_columns(source) -> bool:
+    """Whether ``source`` makes any column on demand (a synthetic problem)."""
+    return hasattr(source, "columns_T")
+
+
 def _generates_test_columns(source) -> bool:
     """Whether ``source`` makes any test column on demand (a synthetic problem with a test split)."""
-    return hasattr(source, "columns_T") and getattr(source, "n_test_samples", 0) > 0
+    return _generates_columns(source) and getattr(source, "n_test_samples", 0) > 0
 
 
 def _test_columns(data, source, shard, local):
@@ -293,7 +302,7 @@ def _final(worker, data, compute_s, histogram, read_before, source) -> dict:
         "selected": shard.columns[local],
         "weights": worker.state.weights[order],       # on the scaled columns
         "columns": worker.selected_columns(),         # the scaled training columns
-        "raw_columns": _raw_columns(shard, data.X, local) if shard.standardized else None,
+        "raw_columns": _raw_columns(shard, data.X, local, source) if shard.standardized else None,
         "offsets": shard.offsets[local],
         "scales": shard.scales[local],
         "intercept": worker.intercept,                # b on its owner (worker 0), else 0
@@ -317,10 +326,12 @@ def _final(worker, data, compute_s, histogram, read_before, source) -> dict:
     }
 
 
-def _raw_columns(shard, X, local):
-    """The selected columns in the data's units, one row per column."""
+def _raw_columns(shard, X, local, source):
+    """The selected columns in the data's units, one row per column (``X`` None: generated again)."""
     if hasattr(shard, "raw_columns"):
         return shard.raw_columns(local).T.copy()
+    if X is None:
+        return source.columns_T(shard.columns[local], "train")
     return columns_dense(X, local).T.copy()
 
 

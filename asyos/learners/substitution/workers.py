@@ -83,14 +83,15 @@ class SubstitutionOptions:
             return None
         return screening_order(shard, np.asarray(y, dtype=float), loss, self.fit_intercept)
 
-    def shard(self, X, columns=None, hold=False):
+    def shard(self, X, columns=None, hold=False, copy=True):
         """The shard of ``X``'s columns a worker learns on, scaled as the options say (centred
-        only with an intercept to absorb the offsets): a ``FeatureShard`` of an array, a
-        ``ColumnShard`` of a ``ColumnMatrix`` (columns read on demand, or read once and held in
-        the file's dtype with ``hold``; ``asyos.data.column_shard``)."""
+        only with an intercept to absorb the offsets): a ``FeatureShard`` of an array (``copy=False``: the
+        caller gives ``X`` up, which may be scaled in place), a ``ColumnShard`` of a ``ColumnMatrix``
+        (columns read on demand, or read once and held in the file's dtype with ``hold``;
+        ``asyos.data.column_shard``)."""
         if is_column_matrix(X):
             return ColumnShard(X, columns, standardize=self.scale, center=self.fit_intercept, hold=hold)
-        return FeatureShard(X, columns, standardize=self.scale, center=self.fit_intercept)
+        return FeatureShard(X, columns, standardize=self.scale, center=self.fit_intercept, copy=copy)
 
 
 def local_lipschitz(shard, total_budget, loss, seed, shard_index=0, order=None) -> float:
