@@ -124,18 +124,22 @@ def kill_pids(pids, wait_s: float = 5.0):
 
 def describe(pids) -> list:
     """``"rank R: name state"`` of each process (state T = stopped, S = sleeping, R = running; a
-    supervised rank appears twice, supervisor and child), to see who a hung job waits for."""
-    out = []
+    supervised rank appears twice, the supervisor hydra launched and the child it forked, whose parent
+    has its rank), to see who a hung job waits for."""
+    seen = {}
     for pid in pids:
         try:
             with open(f"/proc/{pid}/environ", "rb") as fh:
                 env = dict(item.split(b"=", 1) for item in fh.read().split(b"\0") if b"=" in item)
             with open(f"/proc/{pid}/stat") as fh:
-                state = fh.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
             continue
-        role = "child" if b"ASYOS_SUPERVISED_STATUS_FD" in env else "launched"
-        out.append(f"rank {env.get(b'PMI_RANK', b'-').decode()}: {process_name(pid)} {state} ({role})")
+        seen[pid] = (env.get(b"PMI_RANK", b"-").decode(), fields[0], int(fields[1]))
+    out = []
+    for pid, (rank, state, parent) in seen.items():
+        role = "child" if rank != "-" and seen.get(parent, ("",))[0] == rank else "launched"
+        out.append(f"rank {rank}: {process_name(pid)} {state} ({role})")
     return sorted(out)
 
 
