@@ -32,6 +32,7 @@ FORMAT = 1
 CHECKPOINT_FILE = "checkpoint.pkl"
 DEFAULT_EVERY_S = 60.0
 REPEAT_S = 1.0          # a signal repeated within this time is the same request (StopSignals)
+LATE_REPEAT_S = 5.0     # ... and, once the run has ended for it, a repeat this late is still ignored
 
 
 class RunInterrupted(Exception):
@@ -62,6 +63,20 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+def _late_repeat(signum, default, first_at):
+    """The handler of ``signum`` after a stop it requested: ignore it until ``LATE_REPEAT_S`` after the
+    request, then act as ``default`` (the default action: the handler is reset and the signal sent again)."""
+    def handler(sig, frame):
+        if time.monotonic() - first_at < LATE_REPEAT_S:
+            return
+        signal.signal(sig, default)
+        if callable(default):
+            default(sig, frame)
+        else:
+            os.kill(os.getpid(), sig)
+    return handler
+
+
 class StopSignals:
     """SIGTERM and SIGINT as stop requests. While a loop polls (``polling`` is set by
     ``Checkpointer.watching``), a signal only records the request and the loop saves and leaves
@@ -89,9 +104,17 @@ class StopSignals:
 
     @classmethod
     def uninstall(cls) -> None:
+        """Back to the default handlers; except that after a stop request, the same signal arriving
+        within ``LATE_REPEAT_S`` of it is a copy of that request still on its way (under ``mpiexec`` a rank
+        may get one from the launcher and one forwarded by its supervisor) and is ignored, so that it
+        cannot kill the rank while it exits with its state saved (a clean clone's suite once saw
+        "stopped by SIGTERM ..." and then "rank 0 was killed by signal 15")."""
         if cls._installed:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            defaults = {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: signal.default_int_handler}
+            for sig, default in defaults.items():
+                signal.signal(sig, default)
+            if cls.requested in defaults:
+                signal.signal(cls.requested, _late_repeat(cls.requested, defaults[cls.requested], cls._first_at))
         cls._installed = False
         cls._taken_up = None
         cls.requested = None

@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 
+from tests.conftest import REPO
 from tests.inprocess import run_asyos
 
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution, make_classification, make_regression
@@ -306,3 +307,32 @@ def test_a_signal_caught_inside_a_callback_from_c_is_raised_once_back_in_python(
         assert StopSignals.raised
     finally:
         StopSignals.uninstall()
+
+
+LATE_COPY = """
+import os, signal, sys, time
+import asyos.checkpoint as C
+C.StopSignals.install()
+C.StopSignals.polling = 1                      # inside a loop: the request is recorded
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(0.05)
+assert C.StopSignals.requested == signal.SIGTERM
+C.StopSignals.uninstall()                      # the run ended for it, the process is exiting
+os.kill(os.getpid(), signal.SIGTERM)           # a copy of the same request arriving late: ignored
+time.sleep(0.05)
+print("alive", flush=True)
+C.LATE_REPEAT_S = 0.0                          # past the window: the default action again
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(5)
+print("not killed", flush=True)
+"""
+
+
+def test_a_late_copy_of_the_stop_signal_does_not_kill_a_rank_that_exits_after_saving():
+    """Under mpiexec a rank may get the stop twice (from the launcher and forwarded by its supervisor);
+    a copy that arrives after the run ended for the first must not kill the exit (a clean clone's suite
+    once saw "stopped by SIGTERM ..." followed by "rank 0 was killed by signal 15")."""
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", LATE_COPY], capture_output=True, text=True, timeout=60, env=env)
+    assert proc.stdout == "alive\n", proc.stderr
+    assert proc.returncode == -signal.SIGTERM, proc.stderr
