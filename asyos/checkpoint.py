@@ -110,11 +110,8 @@ class StopSignals:
         cannot kill the rank while it exits with its state saved (a clean clone's suite once saw
         "stopped by SIGTERM ..." and then "rank 0 was killed by signal 15")."""
         if cls._installed:
-            defaults = {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: signal.default_int_handler}
-            for sig, default in defaults.items():
-                signal.signal(sig, default)
-            if cls.requested in defaults:
-                signal.signal(cls.requested, _late_repeat(cls.requested, defaults[cls.requested], cls._first_at))
+            for sig, default in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
+                signal.signal(sig, _late_repeat(sig, default, cls._first_at) if sig == cls.requested else default)
         cls._installed = False
         cls._taken_up = None
         cls.requested = None

@@ -9,13 +9,11 @@ import os
 import runpy
 import sys
 
-from asyos.distributed.supervisor import CHILD_ENV, should_supervise
-
-SUPERVISOR = should_supervise()        # this process only forks the rank (which inherits this flag)
+from asyos.distributed.supervisor import should_supervise
 
 
 def _report():
-    if not SUPERVISOR or CHILD_ENV in os.environ:      # unsupervised, or the rank its supervisor forked
+    if not should_supervise():         # the rank (the supervisor that forked it would supervise)
         rank = os.environ.get("PMI_RANK", 0)
         sys.stderr.write(f"report_imports: rank {rank} scikit-learn {'sklearn' in sys.modules}\n")
         sys.stderr.flush()
