@@ -154,3 +154,44 @@ def test_a_diverging_step_is_reported_with_its_pass_and_feature(monkeypatch):
             loopback.run_loopback(worker, Central(shard.n_samples), batch=batch)
         messages.append(str(err.value))
     assert messages[0] == messages[1] and "(pass 1, feature" in messages[0]
+
+
+def test_a_product_taken_ahead_has_the_bits_of_the_same_product_taken_alone():
+    """``column_products`` computes ``X_S x_j`` for four features at once, before their visits; a visit
+    after a change of ``X_S``, a new batch or a resume computes it again with other companions, in
+    another lane, its rows in other places of the groups of four: every way must give the same bits."""
+    from asyos.learners.substitution import _compiled_step as compiled
+    rng = np.random.default_rng(0)
+    n, cap = 203, 9
+    XS, Z = rng.standard_normal((cap, n)), rng.standard_normal((6, n))
+    reference = np.zeros((4, cap))
+    compiled.column_products(XS, 7, Z[0], Z[1], Z[2], Z[3], reference)
+    np.testing.assert_allclose(reference[:, :7], Z[:4] @ XS[:7].T, rtol=1e-12)
+    for lanes in ((3, 2, 1, 0), (0, 0, 0, 0), (5, 4, 0, 1)):
+        got = np.zeros((4, cap))
+        compiled.column_products(XS, 7, *(Z[b] for b in lanes), got)
+        for b, column in enumerate(lanes):
+            if column < 4:
+                assert np.array_equal(got[b, :7], reference[column, :7]), (lanes, b)
+    rows = np.array([6, 2, 0, 5, 1, 3, 4])                 # the rows in other places of the groups of four
+    got = np.zeros((4, cap))
+    compiled.column_products(np.ascontiguousarray(XS[rows]), 7, Z[0], Z[1], Z[2], Z[3], got)
+    assert np.array_equal(got[:, :7], reference[:, rows])
+    alone = np.zeros((4, cap))                              # one row: every group's tail
+    compiled.column_products(np.ascontiguousarray(XS[[4]]), 1, Z[1], Z[1], Z[1], Z[1], alone)
+    assert alone[0, 0] == reference[1, 4]
+
+
+def test_one_sweep_gives_the_three_products_of_the_exchange_score():
+    from asyos.learners.substitution import _compiled_step as compiled
+    rng = np.random.default_rng(1)
+    n, cap = 157, 8
+    XS, (g, v, h) = rng.standard_normal((cap, n)), rng.standard_normal((3, n))
+    for m, with_c in ((7, True), (4, True), (1, False), (6, False)):
+        gS, a, c = np.full(cap, np.nan), np.full(cap, np.nan), np.full(cap, np.nan)
+        compiled.row_products(XS, m, g, v, h, with_c, gS, a, c)
+        np.testing.assert_allclose(gS[:m], XS[:m] @ g, rtol=1e-12)
+        np.testing.assert_allclose(a[:m], XS[:m] @ v, rtol=1e-12)
+        if with_c:
+            np.testing.assert_allclose(c[:m], (XS[:m] ** 2) @ h, rtol=1e-12)
+        assert np.isnan(gS[m:]).all() and np.isnan(a[m:]).all()    # the rows past m are left alone

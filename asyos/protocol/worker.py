@@ -412,7 +412,7 @@ class Worker:
             self._batch = (np.zeros(module.N_COUNTERS, dtype=np.int64), np.empty(size, dtype=np.int64),
                            np.empty(size, dtype=np.int64), np.empty(size, dtype=np.intp),
                            np.zeros(size, dtype=np.bool_), np.empty(size), np.empty(self.n), np.empty(self.n),
-                           *(np.zeros(cap) for _ in range(4)))
+                           *(np.zeros(cap) for _ in range(4)), np.zeros((4, cap)), np.full(4, -1, dtype=np.int64))
         counters, ev_step, ev_pass, ev_local, ev_enter, ev_weight, view, column, *scratch = self._batch
         XT = self.shard.XT
         if self.shard.sparse:

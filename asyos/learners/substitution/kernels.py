@@ -119,4 +119,5 @@ def warm_up(chosen: str, visits: bool = False) -> None:
                     XS, w, w.copy(), np.zeros(cap, dtype=np.intp), np.zeros(n), y, -0.1, 2, True, 0.0, 1.0, True, 0.0,
                     *exchange_scratch[:-1], np.empty(n), np.empty(n), exchange_scratch[-1],
                     events, events, events, np.zeros(2, dtype=np.bool_), np.zeros(2), np.zeros(1, dtype=np.int64),
-                    np.zeros((cap, cap)), *(np.zeros(cap) for _ in range(4)))
+                    np.zeros((cap, cap)), *(np.zeros(cap) for _ in range(4)), np.zeros((4, cap)),
+                    np.full(4, -1, dtype=np.int64))
