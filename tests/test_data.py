@@ -452,3 +452,40 @@ def test_an_allocation_larger_than_memory_is_refused_before_it_is_made():
     source = SyntheticSource(n_features=1000, n_informative=5, n_samples=10 ** 13)
     with pytest.raises(InputError, match="synthetic train columns"):
         source.columns_T(np.arange(1000))
+
+
+def test_large_arrays_the_package_fills_come_from_a_mapping_of_their_own():
+    """``asyos.data.memory``: from 4 MiB on an anonymous mapping (which numpy does not advise to back
+    with hugepages), below it numpy's own; the shard's scaled copy and a generated problem use it and
+    hold the same values."""
+    from asyos.data import memory
+    big, small = memory.empty((600, 1000)), memory.empty((10, 10))
+    assert _mapped(big)
+    assert not _mapped(small) and big.flags.c_contiguous and big.flags.writeable
+    X = np.random.default_rng(0).standard_normal((700, 900))
+    copied = memory.copy(X.T)
+    assert _mapped(copied) and np.array_equal(copied, X.T) and copied.flags.c_contiguous
+    shard = FeatureShard(X, standardize=True)
+    assert _mapped(shard.XT)
+    source = SyntheticSource(n_features=900, n_informative=5, n_samples=700, seed=1)
+    assert _mapped(source.columns_T(np.arange(900)))
+
+
+def _mapped(a) -> bool:
+    import mmap
+    base = a
+    while base is not None:
+        if isinstance(base, mmap.mmap):
+            return True
+        base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
+    return False
+
+
+@pytest.mark.parametrize("argv, ours", [
+    (["python", "-m", "asyos.run"], True), (["python", "-X", "dev", "-m", "asyos"], True),
+    (["python", "-m", "pytest"], False), (["python", "x.py", "-m", "asyos.run"], False),
+    (["python", "-c", "import asyos"], False)])
+def test_our_commands_are_told_from_other_programs(argv, ours, monkeypatch):
+    from asyos import _env
+    monkeypatch.setattr("sys.orig_argv", argv)
+    assert _env.our_command() is ours

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import memory
 from .dataset import as_float_matrix, check_scale
 from .sparse import issparse
 
@@ -54,9 +55,9 @@ class FeatureShard:
         elif self.standardized:                    # scaled in place: a copy unless the caller gave X up
             XT = X.T
             given = not copy and XT.flags.c_contiguous and XT.flags.writeable and XT.dtype == np.float64
-            self.XT = XT if given else np.array(XT, order="C")
+            self.XT = XT if given else memory.copy(XT)
         else:
-            self.XT = np.ascontiguousarray(X.T)
+            self.XT = X.T if X.T.flags.c_contiguous else memory.copy(X.T)
         if not self.standardized:
             return
         center = True if center is None else bool(center)

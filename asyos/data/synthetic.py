@@ -19,6 +19,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import InputError
+from . import memory
 from .dataset import Dataset, check_fits_in_memory
 
 CHUNK = 16
@@ -95,7 +96,7 @@ class SyntheticSource:
         n = self.n_train if split == "train" else self.n_test_samples
         check_fits_in_memory(columns.size * n * 8, f"the synthetic {split} columns ({n} rows x {columns.size} "
                                                   f"columns, float64)")
-        out = np.empty((columns.size, n))
+        out = memory.empty((columns.size, n))
         if columns.size == 0:
             return out
         chunks = columns // CHUNK
