@@ -1,7 +1,5 @@
 """``python -m asyos``: the same command as ``python -m asyos.run`` and ``asyos``."""
-import sys
-
-from .run import main
+from .run import exit_now, main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

@@ -194,11 +194,11 @@ elif kind == "parquet":
         rows += X.shape[0]
         nnz += X.nnz
     out["rows"], out["nnz"] = rows, nnz
-elif kind == "cli":
-    import runpy
+elif kind == "cli":                        # the command's main in this process (its __main__ ends the process)
+    from asyos.run import main
     sys.argv = ["asyos.run", "--data", path, *extra["args"]]
     try:
-        runpy.run_module("asyos.run", run_name="__main__")
+        out["status"] = main(sys.argv[1:])
     except SystemExit as exc:
         out["status"] = exc.code
 out["inner_s"] = time.perf_counter() - t0
