@@ -4,7 +4,11 @@
    run per seed, next to sequential OS (``python -m asyos.run --seed k``) on the same problem:
    recall of each and its gap, the asynchronous phase's time next to sequential OS's fit, and
    the wall time of the whole command (start-up included).
-2. The KDD'16 MPI setting (``n`` = 1000, ``p`` = 8192, ``s`` = 64 regression; ``s`` = 32
+2. Asy-OS on two cores against one process on wide problems: ``mpiexec -n 3 python -m asyos.run
+   --n-features p`` (the central rank and two workers, shared memory) next to ``python -m asyos.run
+   --n-features p``, alternating, ``repeats`` times each at every ``p``: the median wall time of the
+   whole commands, their ratio (the goal: at most 0.65), recall and objective.
+3. The KDD'16 MPI setting (``n`` = 1000, ``p`` = 8192, ``s`` = 64 regression; ``s`` = 32
    classification) with 12 workers, unbounded and with ``--max-staleness 12``: recall, staleness
    histogram, refused pushes, pushes/s; sequential OS on the same problem in the same run is the
    baseline (recall and time ratio).
@@ -16,17 +20,18 @@ Every run with more ranks than cores is labelled oversubscribed.
 from __future__ import annotations
 
 import os
+import statistics
 
 from asyos.benchmarking.common import (Run, choose_profile, fmt, mean_std, parser, plot, print_table,
                                       run_asyos)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROFILES = {
-    "paper": {"ranks": 13, "seeds": 5,
+    "paper": {"ranks": 13, "seeds": 5, "wide": [20_000, 100_000], "repeats": 3,
               "settings": {"regression": "kdd16_mpi_regression.toml",
                            "classification": "kdd16_mpi_classification.toml"},
               "extra": []},
-    "quick": {"ranks": 3, "seeds": 1, "settings": {"regression": "kdd16_mpi_regression.toml"},
+    "quick": {"ranks": 3, "seeds": 1, "wide": [3_000], "repeats": 1, "settings": {"regression": "kdd16_mpi_regression.toml"},
               "extra": ["--n-features", "600", "--n-samples", "200", "--n-informative", "8", "--budget", "8"]},
 }
 
@@ -78,6 +83,7 @@ def main():
                 ["seed", "recall mpi", "recall seq", "gap", "async s", "seq fit s", "async/seq", "mpi wall s",
                  "seq wall s", "candidates", "finish", "staleness mean/max"], rows)
     walls = sorted(u["wall_s"] for u in d)
+    wide(run, profile, cores)
 
     for task, config in profile["settings"].items():
         cfg = ["--config", os.path.join(REPO, "cluster_configs", config), *profile["extra"]]
@@ -87,7 +93,8 @@ def main():
             extra = [] if bound is None else ["--max-staleness", str(bound)]
             record, seconds = run_asyos(cfg + extra, ranks)
             run.unit({"part": task, "mode": "mpi", "bound": bound, **brief(record, seconds)})
-    summary = {"default": {"wall_s": walls, "ranks": ranks, "cores": cores}}
+    summary = {"default": {"wall_s": walls, "ranks": ranks, "cores": cores},
+               "wide": [u for u in run.units if u["part"] == "wide"]}
     for task in profile["settings"]:
         seq = next(u for u in run.units if u["part"] == task and u["mode"] == "sequential")
         rows = [["sequential OS", "-", f"{seq['recall']:.3f}", f"{seq['test_error']:.4f}", f"{seq['fit_s']:.2f}",
@@ -108,13 +115,36 @@ def main():
     print(f"results: {path}")
 
 
+def wide(run, profile, cores):
+    """Part 2: ``mpiexec -n 3`` against one process at each ``p`` of ``profile["wide"]``."""
+    rows = []
+    for p in profile["wide"]:
+        args = ["--n-features", p, "--no-picture"]
+        for repeat in range(profile["repeats"]):          # alternating, so that a busy moment hits both
+            for ranks in (None, 3):
+                record, seconds = run_asyos(args, ranks)
+                run.unit({"part": "wide", "p": p, "repeat": repeat, "mode": "sequential" if ranks is None else "mpi",
+                          **brief(record, seconds)})
+        seq, mpi = ([u for u in run.units if u["part"] == "wide" and u["p"] == p and u["mode"] == mode]
+                    for mode in ("sequential", "mpi"))
+        wall_seq, wall_mpi = (statistics.median(u["wall_s"] for u in units) for units in (seq, mpi))
+        rows.append([p, f"{wall_seq:.2f}", f"{wall_mpi:.2f}", f"{wall_mpi / wall_seq:.2f}",
+                     "/".join(f"{u['recall']:.3f}" for u in seq), "/".join(f"{u['recall']:.3f}" for u in mpi),
+                     f"{statistics.median(u['objective'] for u in seq):.6f}",
+                     f"{statistics.median(u['objective'] for u in mpi):.6f}"])
+    print_table(f"Two workers against one process, whole commands, {profile['repeats']} alternating runs each on "
+                f"{cores} cores (medians; goal: mpi/seq at most 0.65)",
+                ["p", "seq wall s", "mpi -n 3 wall s", "mpi/seq", "recall seq", "recall mpi", "objective seq",
+                 "objective mpi"], rows)
+
+
 def compact(hist, top=6):
     pairs = sorted(((c, k) for k, c in enumerate(hist) if c), reverse=True)[:top]
     return " ".join(f"{k}:{c}" for c, k in sorted(pairs, key=lambda x: x[1]))
 
 
 def draw(run, profile):
-    units = [u for u in run.units if u.get("mode") == "mpi" and u["part"] != "default"]
+    units = [u for u in run.units if u.get("mode") == "mpi" and u["part"] in profile["settings"]]
     if not units:
         return
 
