@@ -489,3 +489,14 @@ def test_our_commands_are_told_from_other_programs(argv, ours, monkeypatch):
     from asyos import _env
     monkeypatch.setattr("sys.orig_argv", argv)
     assert _env.our_command() is ours
+
+
+def test_the_scale_and_finiteness_checks_read_a_column_major_x_by_columns_to_the_same_answer(rng):
+    from asyos.data.dataset import check_finite, column_max_abs
+    X = rng.standard_normal((300, 2000)) * rng.uniform(0.1, 10.0, 2000)
+    F = np.asfortranarray(X)
+    assert np.array_equal(column_max_abs(F), np.abs(X).max(axis=0))
+    assert np.array_equal(column_max_abs(F), column_max_abs(X))
+    F[3, 7], F[10, 2] = np.nan, np.inf
+    with pytest.raises(InputError, match="2 NaN or infinite values"):
+        check_finite(F, "X")

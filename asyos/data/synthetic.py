@@ -142,6 +142,17 @@ class SyntheticSource:
         )
 
 
+def generates_columns(source) -> bool:
+    """Whether ``source`` makes any column on demand (a synthetic problem)."""
+    return hasattr(source, "columns_T")
+
+
+def generates_test_columns(source) -> bool:
+    """Whether ``source`` makes any test column on demand (a synthetic problem with a test split): a
+    run then generates the test columns of the selected features only, when it evaluates."""
+    return generates_columns(source) and getattr(source, "n_test_samples", 0) > 0
+
+
 def make_regression(n_features=2000, n_informative=100, n_samples=None, noise=None, seed=0,
                     n_test=None) -> Dataset:
     """KDD'16 regression problem (Sec. 5): returns a ``Dataset`` with ``true_coef``."""

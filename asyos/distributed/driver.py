@@ -45,6 +45,7 @@ import warnings
 import numpy as np
 
 from ..data.sharding import shard_columns
+from ..data.synthetic import generates_columns, generates_test_columns
 from ..checkpoint import RunInterrupted, StopSignals
 from ..resume import finished, rank_checkpointer, save_run_config
 from ..errors import EXIT_CENTRAL_LOST, EXIT_OK, EXIT_WORKER_FAILED, ConvergenceWarning, InputError
@@ -207,8 +208,8 @@ def _worker_setup(config, rank, n_workers):
         else:
             # a generated problem's test columns are generated at the end, for the candidates only
             # (generating the shard's took as long as its training columns: 1 s a worker at p = 20000)
-            data = source.load(columns, with_test=not _generates_test_columns(source))
-            if _generates_columns(source):      # nothing else reads the generated X: scaled in place, no copy
+            data = source.load(columns, with_test=not generates_test_columns(source))
+            if generates_columns(source):      # nothing else reads the generated X: scaled in place, no copy
                 shard = options.shard(data.X, columns, copy=False)
                 data.X = None                   # the selected columns' raw values are generated again
             else:
@@ -272,21 +273,11 @@ def _worker_main(config, comm, setup, lipschitz, backoff, transport, checkpoint=
     transport.close()
 
 
-def _generates_columns(source) -> bool:
-    """Whether ``source`` makes any column on demand (a synthetic problem)."""
-    return hasattr(source, "columns_T")
-
-
-def _generates_test_columns(source) -> bool:
-    """Whether ``source`` makes any test column on demand (a synthetic problem with a test split)."""
-    return _generates_columns(source) and getattr(source, "n_test_samples", 0) > 0
-
-
 def _test_columns(data, source, shard, local):
     """The test columns of the shard's features ``local`` (feature-major), or ``None``."""
     if data.has_test:
         return columns_dense(data.X_test, shard.columns[local] if is_column_matrix(data.X_test) else local).T.copy()
-    if _generates_test_columns(source):
+    if generates_test_columns(source):
         return source.columns_T(shard.columns[local], "test")
     return None
 
