@@ -401,20 +401,27 @@ def exit_now(status: int) -> "NoReturn":
     ``exit``, whose own handlers a rank needs (with ``os._exit`` instead, hydra killed the job as
     soon as a rank had left: "BAD TERMINATION ... Killed (signal 9)", every time here). A failure (an
     exception out of ``main``) leaves the usual way, as does a platform without a C library to call."""
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
+    _flush()
     mpi = sys.modules.get("mpi4py.MPI")
     if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
         mpi.Finalize()
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
+    _flush()
     try:
         import ctypes
         ctypes.CDLL(None).exit(int(status))
     except (OSError, AttributeError, TypeError):
         pass
     sys.exit(status)
+
+
+def _flush() -> None:
+    """Flush stdout and stderr; a reader that went away (``| head``) is not an error of the run."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
 
 
 def command() -> "NoReturn":
