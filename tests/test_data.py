@@ -500,3 +500,19 @@ def test_the_scale_and_finiteness_checks_read_a_column_major_x_by_columns_to_the
     F[3, 7], F[10, 2] = np.nan, np.inf
     with pytest.raises(InputError, match="2 NaN or infinite values"):
         check_finite(F, "X")
+
+
+def _overcommit_mode():
+    try:
+        with open("/proc/sys/vm/overcommit_memory") as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+@pytest.mark.skipif(_overcommit_mode() not in ("0", "2"),
+                    reason="the kernel refuses a 1 PiB mapping only under heuristic or strict overcommit (mode 0 or 2)")
+def test_an_array_too_large_for_the_machine_is_a_memory_error_as_numpy_says_it():
+    from asyos.data import memory
+    with pytest.raises(MemoryError, match="unable to allocate"):
+        memory.empty((1 << 24, 1 << 23))

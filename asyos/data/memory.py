@@ -30,7 +30,12 @@ def empty(shape, dtype=np.float64) -> np.ndarray:
     if count * dtype.itemsize < ADVISED_BYTES:
         return np.empty(shape, dtype)
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
-    return np.frombuffer(mmap.mmap(-1, count * dtype.itemsize, flags=flags), dtype=dtype, count=count).reshape(shape)
+    try:
+        buffer = mmap.mmap(-1, count * dtype.itemsize, flags=flags)
+    except OSError as exc:                  # ENOMEM: the MemoryError numpy's own allocation raises
+        raise MemoryError(f"unable to allocate {count * dtype.itemsize / 2 ** 30:.3g} GiB for an array with shape "
+                          f"{tuple(shape)} and data type {dtype}: {exc.strerror}") from None
+    return np.frombuffer(buffer, dtype=dtype, count=count).reshape(shape)
 
 
 TILE = (32, 512)                 # rows x columns of the output copied at a time from a transposed array
