@@ -31,7 +31,8 @@ PROFILES = {
               "settings": {"regression": "kdd16_mpi_regression.toml",
                            "classification": "kdd16_mpi_classification.toml"},
               "extra": []},
-    "quick": {"ranks": 3, "seeds": 1, "wide": [3_000], "repeats": 1, "settings": {"regression": "kdd16_mpi_regression.toml"},
+    "quick": {"ranks": 3, "seeds": 1, "wide": [3_000], "repeats": 1,
+              "settings": {"regression": "kdd16_mpi_regression.toml"},
               "extra": ["--n-features", "600", "--n-samples", "200", "--n-informative", "8", "--budget", "8"]},
 }
 

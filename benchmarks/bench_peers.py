@@ -69,7 +69,7 @@ def _os(variant):
     os.environ.setdefault("ASYOS_KERNELS", "numba")
     from asyos import OnlineSubstitution
     from asyos.learners.substitution.kernels import warm_up
-    warm_up("numba", visits=True)      # numba's cached step and visit loop loaded before the clock (once per process)
+    warm_up("numba", visits=True)      # the cached step and visit loop loaded before the clock (once a process)
 
     def fit(X, y, s, task):
         loss = "squared" if task == "regression" else "auto"

@@ -511,7 +511,8 @@ def _overcommit_mode():
 
 
 @pytest.mark.skipif(_overcommit_mode() not in ("0", "2"),
-                    reason="the kernel refuses a 1 PiB mapping only under heuristic or strict overcommit (mode 0 or 2)")
+                    reason="the kernel refuses a 1 PiB mapping only under heuristic or strict overcommit "
+                           "(mode 0 or 2)")
 def test_an_array_too_large_for_the_machine_is_a_memory_error_as_numpy_says_it():
     from asyos.data import memory
     with pytest.raises(MemoryError, match="unable to allocate"):

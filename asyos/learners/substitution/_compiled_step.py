@@ -34,17 +34,25 @@ def value(code, y, u, tmp):
 
 @jit
 def retained_step(XS, m, g, retained_scale, gS, dw, delta):
-    """Alg. 1 line 6: ``gS = X_S^T g``, ``dw = retained_scale gS``, ``delta = X_S^T dw``; returns
+    """Alg. 1 line 6: ``gS = X_S^T g``, then ``retained_move``; returns ``|gS|^2`` (the overflow guard)."""
+    if m > 0:
+        np.dot(XS[:m], g, gS[:m])
+    return retained_move(XS, m, gS, retained_scale, dw, delta)
+
+
+@jit
+def retained_move(XS, m, gS, retained_scale, dw, delta):
+    """Alg. 1 line 6 from ``gS = X_S^T g``: ``dw = retained_scale gS``, ``delta = X_S^T dw``; returns
     ``|gS|^2`` (the overflow guard)."""
     if m == 0:
         delta[:] = 0.0
         return 0.0
-    gSm = gS[:m]
-    np.dot(XS[:m], g, gSm)
+    guard = 0.0
     for i in range(m):
         dw[i] = gS[i] * retained_scale
+        guard += gS[i] * gS[i]
     np.dot(dw[:m], XS[:m], delta)
-    return np.dot(gSm, gSm)
+    return guard
 
 
 @jit
@@ -224,19 +232,11 @@ def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check,
         for i in range(n):
             v[i] = h[i] * xj[i]
         cj = np.dot(xj, v)
-    scored = m >= budget and cj > floor                                 # a and c are needed
-    if scored:
+    if m >= budget and cj > floor:                                      # a and c are needed
         row_products(XS, m, g, v, h, code != SQUARED, gS, a, c)
-    elif m > 0:
-        np.dot(XS[:m], g, gS[:m])
-    guard = 0.0
-    for i in range(m):
-        dw[i] = gS[i] * retained_scale
-        guard += gS[i] * gS[i]
-    if m > 0:
-        np.dot(dw[:m], XS[:m], delta)
+        guard = retained_move(XS, m, gS, retained_scale, dw, delta)
     else:
-        delta[:] = 0.0
+        guard = retained_step(XS, m, g, retained_scale, gS, dw, delta)
     if not math.isfinite(gj * gj + guard):
         return -1, 0, gj, False
     if not cj > floor:
@@ -512,8 +512,8 @@ def gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, e
     ``R = X_S (u_true - y)`` through ``G = X_S X_S^T`` (``O(s^2)`` a visit instead of ``O(n s)``);
     the decrease check is the squared loss's change in closed form. What is left of ``O(n s)`` is
     ``a = X_S x_j`` (which the exchange score needs, and ``x_j^T (u_true - y)`` with it), which the
-    caller gives: one product a visit instead of three. Returns ``(action, k, w_j, checked, b, T)`` with ``b`` the intercept's
-    step and ``T = 1^T (u_true - y)`` after the visit; ``action`` is ``-1`` when the weights
+    caller gives: one product a visit instead of three. Returns ``(action, k, w_j, checked, b, T)`` with
+    ``b`` the intercept's step and ``T = 1^T (u_true - y)`` after the visit; ``action`` is ``-1`` when the weights
     overflow (nothing committed then)."""
     n = u.shape[0]
     # x_j^T (u - y), 1^T x_j, x_j^T x_j in one pass
