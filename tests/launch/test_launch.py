@@ -135,9 +135,14 @@ def test_global_budget_under_mpi_keeps_at_most_s(tmp_path, extra, transport):
     """The true features crowd the first of four shards (contiguous sharding, data file reordered):
     the split budget can keep at most 3 of them there, the global budget more; never more than s.
     Every transport: replies carry the others' top |w|, or the shared window holds every worker's (and
-    node-aggregated: the other nodes' top |w| that came with the leader's reply)."""
+    node-aggregated: the other nodes' top |w| that came with the leader's reply).
+
+    500 features a shard: a drop needs a worker to read the first worker's weights before its own two
+    passes end. With 100 a shard the workers' passes took 0.01-0.05 s, and on a loaded machine a worker
+    sometimes finished before the first had stepped (no drop in 1 of 12 runs under two busy processes);
+    with 500 (0.1-0.3 s) the fewest drops in 12 such runs was 46."""
     from asyos import make_regression
-    d = make_regression(n_features=400, n_informative=12, n_samples=200, seed=5)
+    d = make_regression(n_features=2000, n_informative=12, n_samples=200, seed=5)
     order = np.r_[np.flatnonzero(d.true_coef), np.flatnonzero(d.true_coef == 0)]
     path = tmp_path / "crowded.npz"
     np.savez(path, X=d.X[:, order], y=d.y)
