@@ -405,15 +405,18 @@ class Worker:
         module = _kernels._module()
         state = self.state
         cap = state.budget + 1
-        if self._gram is None:          # kept in checkpoints: a resumed run goes on with the same G
-            self._gram = (np.zeros(1 if self.gram_visits else 0, dtype=np.int64), np.zeros((cap, cap)))
+        if self._gram is None or len(self._gram) < 3:     # kept in checkpoints: a resumed run goes on with
+            # the same G and row sums of X_S (checkpoints written before the row sums were kept: rebuilt)
+            self._gram = (np.zeros(1 if self.gram_visits else 0, dtype=np.int64), np.zeros((cap, cap)),
+                          np.zeros(cap))
         if self._batch is None or self._batch[1].size < 2 * visits:
             size = 2 * max(int(visits), 1)
             self._batch = (np.zeros(module.N_COUNTERS, dtype=np.int64), np.empty(size, dtype=np.int64),
                            np.empty(size, dtype=np.int64), np.empty(size, dtype=np.intp),
                            np.zeros(size, dtype=np.bool_), np.empty(size), np.empty(self.n), np.empty(self.n),
-                           *(np.zeros(cap) for _ in range(4)), np.zeros((4, cap)), np.full(4, -1, dtype=np.int64))
-        counters, ev_step, ev_pass, ev_local, ev_enter, ev_weight, view, column, *scratch = self._batch
+                           *(np.zeros(cap) for _ in range(3)), np.zeros((4, cap)), np.full(4, -1, dtype=np.int64))
+        counters, ev_step, ev_pass, ev_local, ev_enter, ev_weight, view, column, R, W, Gdw, ahead, ahead_j = self._batch
+        gram, G, colsum = self._gram
         XT = self.shard.XT
         if self.shard.sparse:
             shift = module.NO_CSR[3] if self.shard._shift is None else self.shard._shift
@@ -429,7 +432,7 @@ class Worker:
             state.curv, state.slots, u, state.y, state._retained_scale, state.budget, state.decrease_check,
             state.floor, state.entry_scale, self.owns_intercept, self.intercept, state._g, state._h, state._v,
             state._gS, state._dw, state._a, state._c, state._u_next, state._tmp, view, hess, self.delta, ev_step,
-            ev_pass, ev_local, ev_enter, ev_weight, *self._gram, *scratch)
+            ev_pass, ev_local, ev_enter, ev_weight, gram, G, R, W, colsum, Gdw, ahead, ahead_j)
         (self._pass, self._pos, self._pass_changes, self.passes_run, size, steps, state.checks, state.check_rejections,
          events, status, last) = (int(c) for c in counters)
         state._resize(size)
