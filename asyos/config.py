@@ -160,9 +160,10 @@ class RunConfig:
 
     @property
     def resolved_sharding(self) -> str:
-        """``--sharding``, or the variant's default (strided for exchange, contiguous for kdd16)."""
+        """``--sharding``, or the variant's default (strided for exchange, blocked on a synthetic
+        problem, contiguous for kdd16)."""
         from .data.sharding import default_sharding
-        return self.sharding or default_sharding(self.variant)
+        return self.sharding or default_sharding(self.variant, generated=self.data is None)
 
     @property
     def simulated_transport(self) -> Optional[str]:

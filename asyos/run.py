@@ -138,8 +138,8 @@ def make_parser() -> argparse.ArgumentParser:
                                                      "unbounded (measured only)")
     g.add_argument("--staleness-policy", help="simulator: max (default), uniform or fresh")
     g.add_argument("--schedule", help="simulator: round-robin (default) or random")
-    g.add_argument("--sharding", help="contiguous, strided or hashed (default: strided; contiguous with "
-                                      "--variant kdd16)")
+    g.add_argument("--sharding", help="contiguous, strided, blocked (strided by 16 columns) or hashed (default: "
+                                      "strided; blocked on a synthetic problem; contiguous with --variant kdd16)")
     g.add_argument("--budget-mode", help="Asy-OS: global (default) or split (each worker keeps s/q "
                                          "features, KDD'16). global: each worker may keep up to --cap; "
                                          "theta is the s-th largest |w| over all workers (the others' come "

@@ -6,8 +6,8 @@ import scipy.sparse as sp
 
 from asyos.data.io import load_dataset, open_source
 from asyos.data.shard import FeatureShard
-from asyos.data.sharding import shard_columns, split_budget
-from asyos.data.synthetic import SyntheticSource, default_n_samples, make_classification, make_regression
+from asyos.data.sharding import BLOCK, shard_columns, split_budget
+from asyos.data.synthetic import CHUNK, SyntheticSource, default_n_samples, make_classification, make_regression
 from asyos.errors import InputError
 from tests.inprocess import run_asyos
 
@@ -57,13 +57,17 @@ def test_synthetic_rejects_bad_settings(kwargs, message):
 
 
 # ------------------------------------------------------------------------------- sharding
-@pytest.mark.parametrize("scheme", ["contiguous", "strided", "hashed"])
+@pytest.mark.parametrize("scheme", ["contiguous", "strided", "blocked", "hashed"])
 @pytest.mark.parametrize("p, q", [(10, 3), (2000, 12), (7, 7), (1, 1)])
 def test_shards_partition_the_features(scheme, p, q):
     parts = [shard_columns(p, q, w, scheme) for w in range(q)]
     np.testing.assert_array_equal(np.sort(np.concatenate(parts)), np.arange(p))
-    if scheme != "hashed":
+    if scheme in ("contiguous", "strided"):
         assert max(map(len, parts)) - min(map(len, parts)) <= 1
+    if scheme == "blocked":          # whole blocks of the synthetic generator's chunks, dealt round-robin
+        assert max(map(len, parts)) - min(map(len, parts)) <= BLOCK
+        for w, part in enumerate(parts):
+            assert np.all((part // CHUNK) % q == w)
 
 
 def test_split_budget_is_even():

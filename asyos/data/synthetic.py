@@ -21,8 +21,9 @@ import numpy as np
 from ..errors import InputError
 from . import memory
 from .dataset import Dataset, check_fits_in_memory
+from .sharding import BLOCK
 
-CHUNK = 16
+CHUNK = BLOCK              # columns drawn from one stream (a ``blocked`` shard holds whole chunks)
 _TRUTH_STREAM, _NOISE_STREAM = 0x7E57, 0x0153
 _SPLITS = {"train": 1, "test": 2}
 TASKS = ("regression", "classification")

@@ -74,7 +74,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     policy : {"max", "uniform", "fresh"}
         Which snapshot a worker reads within the bound (see ``asyos.protocol.simulator``).
     schedule : {"round-robin", "random"}
-    sharding : {"contiguous", "strided", "hashed"} or None
+    sharding : {"contiguous", "strided", "blocked", "hashed"} or None
         ``None``: strided for exchange, contiguous for kdd16 (``data.sharding.default_sharding``).
     budget_mode : {"global", "split"}
         ``split``: each worker keeps ``s/q`` features (KDD'16). ``global`` (default; the recall of
