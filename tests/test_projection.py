@@ -111,3 +111,67 @@ def test_replay_runs_the_global_budget_as_under_mpi(problem):
         assert support.size <= 12 and threshold.updates == central.accepted
         if q == 1:
             np.testing.assert_array_equal(support, seq.support_)
+
+
+COMPILED = Costs(step_base_s=0.0, step_per_retained_s=0.0, step_protocol_s=0.0, push_send_s=1e-6, latency_s=2e-6,
+                 bandwidth_bytes_per_s=5e9, central_service_s=5e-6, read_value_s=1e-9, shared_protocol_s=2e-6,
+                 visit_base_s=8e-6, visit_per_retained_s=0.5e-6, batch_call_s=20e-6)
+
+
+def test_compiled_sequential_time_is_the_sum_of_its_calls(problem, monkeypatch):
+    """Sequential OS in compiled calls: the same model as a step at a time, each call costing
+    ``batch_time`` (one visit each: the number of steps)."""
+    monkeypatch.setenv("ASYOS_KERNELS", "numba")
+    d = problem
+    one_visit = Costs(**{**COMPILED.as_dict(), "visit_per_retained_s": 0.0, "batch_call_s": 0.0})
+    workers, clock = workers_for(d, 1), SimulatedClock()
+    trace = ObjectiveTrace(25, get_loss("squared"), d.y, clock=clock)
+    central = Central(d.n_samples, monitor=trace)
+    total = sequential_time(workers[0], central, one_visit, clock, compiled=True)
+    seq = OnlineSubstitution(budget=12, passes=2, refit=False).fit(d.X, d.y)
+    assert workers[0].batchable() and central.steps == seq.n_steps_
+    assert total == pytest.approx(seq.n_steps_ * 8e-6)
+    np.testing.assert_allclose(central.u, seq.raw_coef_ @ d.X.T + seq.raw_intercept_, rtol=1e-9, atol=1e-9)
+    rows = trace.as_dict()
+    # the trace's rows fall every 25 steps (a call ends where one is due), each at the time of the
+    # steps before it
+    steps = np.asarray(rows["steps"][1:-1])
+    assert len(steps) > 10 and np.all(np.diff(steps) == 25)
+    np.testing.assert_allclose(rows["time_s"][1:-1], steps * 8e-6)
+
+
+def test_one_batched_worker_on_shared_memory_is_sequential_os(problem, monkeypatch):
+    monkeypatch.setenv("ASYOS_KERNELS", "numba")
+    d = problem
+    seq = OnlineSubstitution(budget=12, passes=2, refit=False).fit(d.X, d.y)
+    workers, central, clock = workers_for(d, 1), Central(d.n_samples), SimulatedClock()
+    report = replay(workers, central, COMPILED, clock, mode="shared-memory", batch=32)
+    support, coef, _ = workers[0].selection_in_units()
+    np.testing.assert_array_equal(support, seq.support_)
+    np.testing.assert_allclose(coef, seq.raw_coef_[support], rtol=1e-9)
+    assert report.steps == seq.n_steps_ and report.staleness["max"] == 0
+    assert report.pushes == -(-seq.n_steps_ // 32) or report.pushes > seq.n_steps_ // 32   # batches, not steps
+    assert report.time_s > seq.n_steps_ * 8e-6
+
+
+@pytest.mark.parametrize("mode, nodes", [("shared-memory", 1), ("node-aggregated", 2)])
+@pytest.mark.parametrize("budget_mode", ["split", "global"])
+def test_batched_replay_loses_no_step(problem, mode, nodes, budget_mode, kernels):
+    """Four workers in batches of 8: u_C at the end is the workers' model, every step counted once
+    with its staleness, and on the compiled step batches make fewer writes than steps (the numpy
+    step: one step a read, as the engine runs it)."""
+    d = problem
+    plan = AsyOSPlan.build(d.X.shape[1], 12, 4, budget_mode=budget_mode)
+    workers, _ = build_workers(d.X, d.y, get_loss("squared"), plan, SubstitutionOptions(passes=2), 0)
+    central, clock = Central(d.n_samples), SimulatedClock()
+    report = replay(workers, central, COMPILED, clock, mode=mode, batch=8, nodes=nodes,
+                    threshold=plan.new_threshold() if plan.keeps_threshold else None)
+    total = sum(w.contribution() for w in workers)
+    np.testing.assert_allclose(central.u, total, atol=1e-9 * max(1.0, np.abs(total).max()))
+    assert central.steps == sum(w.steps for w in workers) == report.steps
+    assert sum(report.staleness["histogram"]) == report.steps
+    assert report.staleness["max"] > 0
+    assert all(w.batchable(shared=True) for w in workers) == (kernels == "numba")
+    if mode == "shared-memory":
+        assert (report.pushes < report.steps) == (kernels == "numba")
+    assert all(w.state.size <= b for w, b in zip(workers, plan.budgets))
