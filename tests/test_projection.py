@@ -154,21 +154,27 @@ def test_one_batched_worker_on_shared_memory_is_sequential_os(problem, monkeypat
     assert report.time_s > seq.n_steps_ * 8e-6
 
 
-@pytest.mark.parametrize("mode, nodes", [("shared-memory", 1), ("node-aggregated", 2)])
+@pytest.mark.parametrize("mode, nodes, q", [("shared-memory", 1, 4), ("node-aggregated", 2, 4),
+                                            ("node-aggregated", 4, 8), ("node-aggregated", 8, 16)])
 @pytest.mark.parametrize("budget_mode", ["split", "global"])
-def test_batched_replay_loses_no_step(problem, mode, nodes, budget_mode, kernels):
-    """Four workers in batches of 8: u_C at the end is the workers' model, every step counted once
-    with its staleness, and on the compiled step batches make fewer writes than steps (the numpy
-    step: one step a read, as the engine runs it)."""
+def test_batched_replay_loses_no_step(problem, mode, nodes, q, budget_mode, kernels):
+    """Workers in batches of 8: u_C at the end is the workers' model, every step counted once with
+    its staleness, and on the compiled step batches make fewer writes than steps (the numpy step:
+    one step a read, as the engine runs it). With 8 and 16 workers under the global budget some
+    write only the drops of features fallen below the threshold after their last step: a node
+    must push those too (they were lost from u_C, 0.28 and 0.82 away from the workers' model)."""
     d = problem
-    plan = AsyOSPlan.build(d.X.shape[1], 12, 4, budget_mode=budget_mode)
+    plan = AsyOSPlan.build(d.X.shape[1], max(12, q), q, budget_mode=budget_mode)
     workers, _ = build_workers(d.X, d.y, get_loss("squared"), plan, SubstitutionOptions(passes=2), 0)
     central, clock = Central(d.n_samples), SimulatedClock()
     report = replay(workers, central, COMPILED, clock, mode=mode, batch=8, nodes=nodes,
                     threshold=plan.new_threshold() if plan.keeps_threshold else None)
     total = sum(w.contribution() for w in workers)
     np.testing.assert_allclose(central.u, total, atol=1e-9 * max(1.0, np.abs(total).max()))
-    assert central.steps == sum(w.steps for w in workers) == report.steps
+    extra = central.steps - sum(w.steps for w in workers)
+    # a step at a time, a worker's last push of drops alone counts as a node's step (as under MPI)
+    assert extra == 0 if kernels == "numba" or mode == "shared-memory" else 0 <= extra <= q
+    assert report.steps == central.steps
     assert sum(report.staleness["histogram"]) == report.steps
     assert report.staleness["max"] > 0
     assert all(w.batchable(shared=True) for w in workers) == (kernels == "numba")

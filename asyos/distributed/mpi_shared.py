@@ -168,6 +168,9 @@ class SharedState:
     def total_steps(self) -> int:
         return int(self.steps.sum())
 
+    def total_writes(self) -> int:
+        return int(self.writes.sum())
+
     def sum_rows(self, out: np.ndarray) -> np.ndarray:
         """This node's changes, ``sum_k c_k``, into ``out``."""
         np.sum(self.rows, axis=0, out=out)

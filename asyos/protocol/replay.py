@@ -402,6 +402,7 @@ class _Nodes:
         self.rows = [np.zeros(n) for _ in self.groups]
         self.base = [np.zeros(n) for _ in self.groups]
         self.steps, self.done, self.remote, self.arrived = [0] * count, [0] * count, [0] * count, [False] * count
+        self.writes = [0] * count
         self.remote_top = [np.zeros(others) if others else None for _ in self.groups]
         self.keepers = ([GlobalThreshold(others, len(g) + 1, max(cap, others)) for g in self.groups]
                         if others else None)
@@ -420,7 +421,7 @@ class _Nodes:
         if self.threshold is not None:
             weights = np.concatenate([np.abs(sim.workers[w].state.w[:sim.workers[w].state.size])
                                       for w in self.groups[k]])
-        message = link.outgoing(self.rows[k], self.steps[k], weights)
+        message = link.outgoing(self.rows[k], self.steps[k], weights, self.writes[k])
         if message is None:
             return t
         t = sim.work(self.groups[k][0] + 1, t, sim.costs.push_send_s)
@@ -451,8 +452,7 @@ class _Nodes:
             t = self.exchange(t, k)
         if kind != "drain":
             return t, False
-        link = self.exchanges[k]
-        if not (self.done[k] == len(self.groups[k]) and self.steps[k] == link.sent_steps and not link.in_flight):
+        if not (self.done[k] == len(self.groups[k]) and self.exchanges[k].all_sent(self.steps[k], self.writes[k])):
             self.sim.schedule(t + SHARED_POLL_S, "drain", w)
         return t, True
 
@@ -480,6 +480,7 @@ def _run_nodes(sim, max_staleness, threshold, n_nodes):
             if link.settle(local_others + remote[k]):
                 rows[k] += link.worker.delta
                 steps[k] += 1
+                nodes.writes[k] += 1
                 if threshold is not None:
                     threshold.update(w, link.worker.state.weights)
             sim.schedule(t, "free", w)
@@ -549,6 +550,8 @@ def _run_batches(sim, threshold, batch, n_nodes=None):
             rows[k] += change
             node_steps[k] += count
             writes[0] += 1
+            if nodes is not None:
+                nodes.writes[k] += 1
             count_staleness(histograms[w], node_steps[k] - own[w] - count - seen[w] + remote[k] - began[w], count)
             own[w] += count
             if threshold is not None:                   # every worker's |w| (the run's final threshold)
