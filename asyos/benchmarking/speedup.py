@@ -425,8 +425,8 @@ def calibrate_compiled(costs, data, loss, budget, shared_args, sequential_args=N
     own cost (``visit_costs``, timed here), reading one value of a shared row (numpy, timed here),
     and the shared-memory loop's own cost per batch beyond the visits and the read (the counters,
     the beat check, the write of the row, under the global budget the others' top ``|w|`` and the
-    worker's threshold): a two-worker ``mpiexec -n 3`` run with ``shared_args``, each worker's wall
-    time to its end beyond its compute, per write.
+    worker's threshold): a two-worker ``mpiexec -n 3`` run with ``shared_args``, each worker's loop
+    (``loop_s``) beyond its compute, per write.
 
     ``sequential_args``: a one-process run with these arguments (another instance than the measured
     ones) anchors the visits' cost: its training trace's time per step against the model's (visits of
@@ -457,7 +457,9 @@ def calibrate_compiled(costs, data, loss, budget, shared_args, sequential_args=N
                 run.unit({"part": "calibration", "what": "sequential anchor", "measured_step_s": measured,
                           "model_step_s": model, "scale": scale})
     record, _ = run_asyos(shared_args, ranks=3)
-    outside = sum(w["finished_s"] - w["compute_s"] for w in record["workers"])
+    # the workers' loops beyond their compute (finished_s, when the central rank had a worker's report,
+    # also held its start after the others' and its report's columns: 70 us a write at p = 20000 instead of 25)
+    outside = sum(w["loop_s"] - w["compute_s"] for w in record["workers"])
     per_write = outside / max(record["pushes"], 1)
     return replace(costs, **visits, read_value_s=read_value,
                    shared_protocol_s=max(0.0, per_write - read_value * n * len(record["workers"])))

@@ -250,11 +250,13 @@ def _worker_main(config, comm, setup, lipschitz, backoff, transport, checkpoint=
         between = None if checkpoint is None else \
             (lambda: checkpoint.poll(WORKER_KIND, lambda: worker, worker.progress, externals))
         try:
+            t_loop = time.perf_counter()
             compute_s, histogram = transport.run_worker(worker, between=between, u0=u0)
+            loop_s = time.perf_counter() - t_loop
             if checkpoint is not None:        # finished: saved, should a stop come before the others finish
                 checkpoint.save(WORKER_KIND, worker, worker.progress(), externals)
             final = _final(worker, data, compute_s, histogram, setup["read_before"], setup["source"])
-            final["warnings"] = setup["warnings"]
+            final["warnings"], final["loop_s"] = setup["warnings"], loop_s
         except RunInterrupted as exc:         # saved at the stop request: say so instead of a selection
             final = {"worker": worker.worker_id, "stopped": exc.signum, "steps": worker.steps,
                      "staleness_histogram": [0], "refused": worker.refused}
@@ -452,7 +454,8 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
     wall_s = time.perf_counter() - t_start
     staleness = central.staleness_summary()
     workers = [{"rank": f["worker"] + 1, "n_features": f["n_features"], "budget": f["budget"], "steps": f["steps"],
-                "refused": f["refused"], "compute_s": f["compute_s"], "finished_s": f["finished_s"],
+                "refused": f["refused"], "compute_s": f["compute_s"], "loop_s": f.get("loop_s"),
+                "finished_s": f["finished_s"],
                 "peak_rss_bytes": f["peak_rss_bytes"], "bytes_read": f["bytes_read"], "shard_bytes": f["shard_bytes"],
                 "shard_bytes_read": f["shard_bytes_read"]}
                for f in finals]
