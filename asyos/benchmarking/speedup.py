@@ -16,8 +16,8 @@ classification s = 32) it
    every run reaches it, unless ``--threshold`` is given;
 3. reports per q the median time and worker steps to the threshold, recall, pushes/s, staleness,
    refused pushes, steps per push, the central rank's utilization, and the speedup against
-   sequential OS and against q = 1 of the same transport; runs with more ranks than cores are
-   marked oversubscribed;
+   sequential OS and against q = 1 of the same transport; runs with more busy ranks than cores
+   are marked oversubscribed (``busy_ranks``: a shared-memory central rank sleeps between looks);
 4. projects both transports to q = 1..64 on dedicated cores with the discrete-event replay
    (``asyos.protocol.replay``), which runs the real workers as the engine does (sequential OS and
    the shared-memory workers in compiled batches of visits, ``SHARED_BATCH`` between two reads of
@@ -315,7 +315,7 @@ def _unit(task, q, repeat, record, cores):
             "run_s": record["timing"].get("async_s", record["timing"].get("fit_s"))}
     if record["mode"] == "mpi":
         unit.update(transport=record["transport"], budget_mode=record["budget_mode"], ranks=q + 1,
-                    oversubscribed=q + 1 > cores,
+                    oversubscribed=busy_ranks(q, record["transport"]) > cores,
                     pushes_per_s=record["pushes_per_s"],
                     staleness_mean=record["staleness"]["mean"], staleness_max=record["staleness"]["max"],
                     refused=record["refused_pushes"], steps_per_push=record["steps_per_push"],
@@ -346,9 +346,9 @@ def summarise_measured(task, units, threshold, profile, cores, series_label):
             entry.update({k: median_of(sel, k) for k in ("pushes_per_s", "staleness_mean", "refused",
                                                           "steps_per_push", "central_utilization")})
             entry["staleness_max"] = max(u["staleness_max"] for u in sel)
-            entry["oversubscribed"] = q + 1 > cores
+            entry["oversubscribed"] = any(u["oversubscribed"] for u in sel)
         table[q] = entry
-        label = "sequential OS" if q == 0 else f"q={q}" + (" (oversubscribed)" if q + 1 > cores else "")
+        label = "sequential OS" if q == 0 else f"q={q}" + (" (oversubscribed)" if entry["oversubscribed"] else "")
         rows.append([label, _f(t, 3), entry["reached"], _f(entry["steps_to_threshold"], 0), _f(entry["recall"], 3),
                      _f(entry["speedup_vs_sequential"], 2), _f(entry["speedup_vs_q1"], 2),
                      _f(entry.get("pushes_per_s"), 0), _f(entry.get("steps_per_push"), 1),
@@ -691,14 +691,19 @@ def selection_recall(workers, true_coef, budget):
     return float(np.isin(true, support).mean()) if true.size else None
 
 
+def busy_ranks(q, transport) -> int:
+    """The ranks of ``q`` workers that keep a core busy: the workers, and the central rank where it
+    serves pushes (messages, node-aggregated); on shared memory it sleeps between looks (1 ms)."""
+    return q + (0 if transport == "shared-memory" else 1)
+
+
 def validate(measured, projected, transport="messages", cores=2):
     """The projection against the runs that have a core per busy rank here: sequential OS, q = 1,
     and every q up to ``cores`` under shared memory (its central rank sleeps between looks) or up to
     ``cores - 1`` under messages (its central rank serves pushes)."""
-    busy_central = 1 if transport == "messages" else 0
     checks = {}
     for q in sorted(measured):
-        if q > cores - busy_central and q > 1:
+        if busy_ranks(q, transport) > cores and q > 1:
             continue
         m, p = measured[q].get("time_to_threshold_s"), projected.get(q, {}).get("time_to_threshold_s")
         if m and p:
