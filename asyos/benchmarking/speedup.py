@@ -179,8 +179,8 @@ def bench_large(run, profile, messages, cores):
             measured[q].append(run.unit({**_unit("large", q, repeat, record, cores), "part": "large"}))
     # costs: the compiled visits and the loops at the same n and s on another instance (seed 1, p <= 20000)
     small = dict(settings, n_features=min(p, 20000))
-    costs = calibrate_costs(run, "large", small, passes, messages, anchor=True)
     calibration = SyntheticSource("regression", small["n_features"], s, n, seed=1).load(with_test=False)
+    costs = calibrate_costs(run, "large", small, passes, messages, anchor=True, data=calibration)
     spread = call_spread(calibration, get_loss("squared"), s)
     del calibration
     run.unit({"part": "calibration", "what": "spread", "compiled_call": spread, "step": DEFAULT_JITTER})
@@ -191,7 +191,7 @@ def bench_large(run, profile, messages, cores):
         data = SyntheticSource("regression", p, s, n, seed=seed).load(with_test=False)
         sequential, projected = {}, {}
         for transport, qs, nodes in series_:
-            projected[transport] = project("large", settings, passes, costs, None, "global", transport, workers=qs,
+            projected[transport] = project("large", settings, passes, costs, "global", transport, workers=qs,
                                            nodes=nodes, data=data, sequential=sequential, compiled=True, seed=seed,
                                            spread=DEFAULT_JITTER if transport == "messages" else spread)
         del data
@@ -245,7 +245,7 @@ def summarise_instances(instances, series_, large):
 
 
 def to_threshold(projected, threshold):
-    """Fill a projection's times to ``threshold`` from its traces."""
+    """Fill a projection's times to ``threshold`` and speedups from its traces (dropped); returns it."""
     seq_time = None
     for q in sorted(projected):
         entry = projected[q]
@@ -255,6 +255,7 @@ def to_threshold(projected, threshold):
             seq_time = entry["time_to_threshold_s"]
         t = entry["time_to_threshold_s"]
         entry["speedup_vs_sequential"] = seq_time / t if t and seq_time and q else None
+    return projected
 
 
 def bench_task(run, task, profile, threshold, cores, messages):
@@ -291,7 +292,7 @@ def bench_task(run, task, profile, threshold, cores, messages):
     for transport in profile["transports"]:
         for mode in profile["budget_modes"]:
             label = series(transport, mode)
-            projected = project(task, settings, profile, costs, threshold, mode, transport)
+            projected = to_threshold(project(task, settings, profile, costs, mode, transport), threshold)
             validation = validate(tables[label], projected, transport, cores)
             print_projection(task, label, projected, validation, costs)
             out["projected"][label], out["validation"][label] = projected, validation
@@ -386,12 +387,13 @@ def calibrate_messages(run, profile):
     return messages
 
 
-def calibrate_costs(run, task, settings, profile, messages, anchor=False) -> Costs:
+def calibrate_costs(run, task, settings, profile, messages, anchor=False, data=None) -> Costs:
     """Step time vs retained size (timed here), protocol and message costs, central service time
-    (a one-worker MPI run with another seed than the measured ones)."""
-    source = SyntheticSource(settings["synthetic"], settings["n_features"], settings["n_informative"],
-                             settings["n_samples"], seed=1)
-    data = source.load(with_test=False)
+    (a one-worker MPI run with another seed than the measured ones); ``data``: that instance (seed 1)
+    if the caller has it already."""
+    if data is None:
+        data = SyntheticSource(settings["synthetic"], settings["n_features"], settings["n_informative"],
+                               settings["n_samples"], seed=1).load(with_test=False)
     loss = get_loss(settings["loss"])
     levels, medians = step_times(data, loss, settings["n_informative"])
     slope, base = np.polyfit(levels, medians, 1) if levels.size > 1 else (0.0, float(medians[0]))
@@ -458,7 +460,7 @@ def calibrate_compiled(costs, data, loss, budget, shared_args, sequential_args=N
                           "model_step_s": model, "scale": scale})
     record, _ = run_asyos(shared_args, ranks=3)
     # the workers' loops beyond their compute (finished_s, when the central rank had a worker's report,
-    # also held its start after the others' and its report's columns: 70 us a write at p = 20000 instead of 25)
+    # also held its start after the others' and its report's columns: 70 us a write at p = 20000 instead of 7-8.5)
     outside = sum(w["loop_s"] - w["compute_s"] for w in record["workers"])
     per_write = outside / max(record["pushes"], 1)
     return replace(costs, **visits, read_value_s=read_value,
@@ -603,13 +605,15 @@ def global_budget_costs(costs, data, loss, budget, q, cap, timed=2000) -> Costs:
 
 
 # ------------------------------------------------------------------------------ projection
-def project(task, settings, profile, costs, threshold, budget_mode="split", transport="messages", workers=None,
+def project(task, settings, profile, costs, budget_mode="split", transport="messages", workers=None,
             nodes=None, data=None, sequential=None, compiled=False, spread=None, seed=0):
     """Sequential OS and Asy-OS on ``workers`` (default ``profile["projected"]``) in the replay on
     dedicated cores, as the engine runs them: sequential OS in compiled batches; ``messages``: the
     pipelined pushes, a step at a time; ``shared-memory`` (and ``node-aggregated`` on ``nodes``
     nodes): ``SHARED_BATCH`` compiled steps between two reads of ``u_C``. ``compiled``: every
     worker on the compiled step (``compiled_kernels``), not only those the automatic choice gives it.
+    Each entry keeps its training ``trace`` (``to_threshold`` turns it into the time to a threshold);
+    ``sequential`` (a dict) keeps sequential OS's run for the next call on the same data.
     ``spread``: the log-normal spread of a piece of work's time (``replay.Machine.jitter``; default
     none: every cost exact), drawn with ``seed``. Exact costs keep the workers in lock step, which no
     machine does: at p = 20000 eight workers then reached the threshold 4.5x faster than sequential
@@ -626,10 +630,9 @@ def project(task, settings, profile, costs, threshold, budget_mode="split", tran
     else:
         kw = {"mode": transport, "batch": SHARED_BATCH, "nodes": nodes or 1}
 
-    found = [None]                  # the recall of the last run traced
-
     def traced(q, run):
-        """``run(workers, central, clock)`` on q simulated workers, with the training error traced."""
+        """``run(workers, central, clock)`` on q simulated workers, with the training error traced:
+        ``(its result, the trace, the recall)``."""
         plan = AsyOSPlan.build(data.X.shape[1], budget, q, budget_mode=budget_mode, variant=options.variant,
                                sharding=default_sharding(options.variant, generated=True))   # as the runs shard
         with compiled_kernels() if compiled else contextlib.nullcontext():
@@ -640,23 +643,15 @@ def project(task, settings, profile, costs, threshold, budget_mode="split", tran
         trace.record(central)
         result = run(workers, central, clock)
         trace.record(central)
-        trace = trace.as_dict()
-        found[0] = selection_recall(workers, getattr(data, "true_coef", None), budget)
-        return result, trace, first_reaching(trace, threshold) if threshold is not None else None
+        return result, trace.as_dict(), selection_recall(workers, getattr(data, "true_coef", None), budget)
 
-    if sequential is None or "run" not in sequential:
-        total, seq_trace, _ = traced(1, lambda workers, central, clock: sequential_time(workers[0], central, costs,
-                                                                                      clock, compiled=True))
-        if sequential is not None:
-            sequential.update(run=total, trace=seq_trace, recall=found[0])
-    else:
-        total, seq_trace = sequential["run"], sequential["trace"]
-    seq = first_reaching(seq_trace, threshold) if threshold is not None else None
-    seq_time = seq[0] if seq else None
-    out = {0: {"time_to_threshold_s": seq_time, "run_s": total, "final_train_error": seq_trace["train_error"][-1],
-               "recall": sequential.get("recall") if sequential else found[0]}}
-    if threshold is None:
-        out[0]["trace"] = seq_trace
+    sequential = {} if sequential is None else sequential
+    if "run" not in sequential:
+        sequential["run"], sequential["trace"], sequential["recall"] = traced(1, lambda workers, central, clock:
+                                                                             sequential_time(workers[0], central,
+                                                                                             costs, clock, compiled=True))
+    out = {0: {"run_s": sequential["run"], "final_train_error": sequential["trace"]["train_error"][-1],
+               "recall": sequential["recall"], "trace": sequential["trace"]}}
     for q in workers or profile["projected"]:
         if q > settings["n_features"] or (q > budget and budget_mode == "split"):
             continue
@@ -667,18 +662,13 @@ def project(task, settings, profile, costs, threshold, budget_mode="split", tran
             if transport == "messages":         # a step at a time: its threshold check costs per step
                 costs_q = global_budget_costs(costs, data, loss, budget, q, cap)
         machine = Machine(jitter=spread) if spread else None
-        report, trace, hit = traced(q, lambda workers, central, clock: replay(
+        report, trace, recall = traced(q, lambda workers, central, clock: replay(
             workers, central, costs_q, clock, threshold=threshold_keeper, machine=machine, seed=seed, **kw))
-        t = hit[0] if hit else None
-        out[q] = {"time_to_threshold_s": t, "steps_to_threshold": hit[1] if hit else None, "run_s": report.time_s,
-                  "speedup_vs_sequential": seq_time / t if t and seq_time else None,
-                  "central_utilization": report.central_utilization,
+        out[q] = {"run_s": report.time_s, "central_utilization": report.central_utilization,
                   "steps_per_push": report.steps / report.pushes if report.pushes else None,
                   "staleness_mean": report.staleness["mean"], "final_train_error": trace["train_error"][-1],
                   "central_service_us": 1e6 * costs_q.central_service_s, "step_base_us": 1e6 * costs_q.step_base_s,
-                  "recall": found[0]}
-        if threshold is None:
-            out[q]["trace"] = trace
+                  "recall": recall, "trace": trace}
     return out
 
 

@@ -162,7 +162,7 @@ class NodeLeader:
         if self.global_budget:
             weights = state.weights[:state.q].ravel()
             weights = weights[weights > 0]
-        message = self.link.outgoing(state.sum_rows(self.total), steps, weights, state.total_writes())
+        message = self.link.outgoing(state.sum_rows(self.total), steps, state.total_writes(), weights)
         if message is None:
             return False
         self.recv = self.comm.Irecv(self.link.reply, source=0, tag=TAG_REPLY)
@@ -192,8 +192,7 @@ class NodeLeader:
         while True:
             if self.between_steps():
                 backoff.reset()
-            elif (self.send is None and state.finished.all()
-                  and self.link.all_sent(state.total_steps(), state.total_writes())):
+            elif self.send is None and state.finished.all() and self.link.all_sent(state.total_writes()):
                 return
             else:
                 backoff.pause()

@@ -207,23 +207,24 @@ class NodeExchange:
     since its last push, one push in flight, and turns each reply into ``base``, the part of
     ``u_C`` that is not this node's (``u_C - sent``), which the node's workers add to their rows.
 
-    ``outgoing(total, steps, weights, writes)``: the push message if one may go (nothing in flight
-    and steps or writes not yet sent), from ``total``, the sum of the node's rows, which holds
-    ``steps`` steps in ``writes`` writes; ``take_reply()``: the reply is in ``reply``; returns
-    ``(base, remote steps in it, the other nodes' top |w| or None)``; ``all_sent(steps, writes)``:
-    nothing in flight and nothing left to send.
+    ``outgoing(total, steps, writes, weights)``: the push message if one may go (nothing in flight
+    and writes not yet sent), from ``total``, the sum of the node's rows, which holds ``steps`` steps
+    in ``writes`` writes; ``take_reply()``: the reply is in ``reply``; returns ``(base, remote steps
+    in it, the other nodes' top |w| or None)``; ``all_sent(writes)``: nothing in flight and nothing
+    left to send.
 
-    Writes count: a worker on the compiled batches (``mpi_shared.shared_batches``) that drops
-    features below the global threshold after its last step writes their change with no step, and
-    a node that pushed only new steps left it out of ``u_C`` (8 workers on 4 nodes: ``u_C`` 0.28 away
-    from the workers' model at the end, 16 on 8 nodes: 0.82).
+    Writes, not steps, say whether there is something to send: a worker on the compiled batches
+    (``mpi_shared.shared_batches``) that drops features below the global threshold after its last
+    step writes their change with no step, and a node that pushed only new steps left it out of
+    ``u_C`` (8 workers on 4 nodes: ``u_C`` 0.28 away from the workers' model at the end, 16 on 8
+    nodes: 0.82).
     """
 
     def __init__(self, n: int, node_cap: int = 0, others: int = 0):
         self.n = int(n)
         self.sent = np.zeros(self.n)
         self.sent_steps = 0
-        self.sent_writes = 0
+        self.sent_writes = 0                # every step is in a write, and a write may hold none
         self.push = push_buffer(self.n, node_cap)
         self.reply = reply_buffer(self.n, others)
         self.base = np.zeros(self.n)
@@ -231,8 +232,8 @@ class NodeExchange:
         self.version = 0
         self.in_flight = False
 
-    def outgoing(self, total, steps: int, weights=None, writes=None):
-        if self.in_flight or (steps <= self.sent_steps and (writes is None or writes <= self.sent_writes)):
+    def outgoing(self, total, steps: int, writes: int, weights=None):
+        if self.in_flight or writes <= self.sent_writes:
             return None
         n = self.n
         np.subtract(total, self.sent, out=self.push[:n])
@@ -240,16 +241,14 @@ class NodeExchange:
         self.push[n + PUSH_VERSION] = self.version
         self.push[n + PUSH_STEPS] = steps - self.sent_steps
         self.push[n + PUSH_OWN_UNSEEN] = 0
-        self.sent_steps = int(steps)
-        if writes is not None:
-            self.sent_writes = int(writes)
+        self.sent_steps, self.sent_writes = int(steps), int(writes)
         if weights is not None:
             write_weights(self.push, n, weights)
         self.in_flight = True
         return self.push
 
-    def all_sent(self, steps: int, writes: int) -> bool:
-        return not self.in_flight and steps == self.sent_steps and writes == self.sent_writes
+    def all_sent(self, writes: int) -> bool:
+        return not self.in_flight and writes == self.sent_writes
 
     def take_reply(self):
         n = self.n

@@ -421,7 +421,7 @@ class _Nodes:
         if self.threshold is not None:
             weights = np.concatenate([np.abs(sim.workers[w].state.w[:sim.workers[w].state.size])
                                       for w in self.groups[k]])
-        message = link.outgoing(self.rows[k], self.steps[k], weights, self.writes[k])
+        message = link.outgoing(self.rows[k], self.steps[k], self.writes[k], weights)
         if message is None:
             return t
         t = sim.work(self.groups[k][0] + 1, t, sim.costs.push_send_s)
@@ -452,7 +452,7 @@ class _Nodes:
             t = self.exchange(t, k)
         if kind != "drain":
             return t, False
-        if not (self.done[k] == len(self.groups[k]) and self.exchanges[k].all_sent(self.steps[k], self.writes[k])):
+        if not (self.done[k] == len(self.groups[k]) and self.exchanges[k].all_sent(self.writes[k])):
             self.sim.schedule(t + SHARED_POLL_S, "drain", w)
         return t, True
 
@@ -529,15 +529,15 @@ def _run_batches(sim, threshold, batch, n_nodes=None):
     others = threshold.budget if threshold is not None else 0
     nodes = _Nodes(sim, n_nodes, threshold) if n_nodes is not None else None
     if nodes is not None:
-        groups, rows, node_steps, base, remote, done = (nodes.groups, nodes.rows, nodes.steps, nodes.base,
-                                                        nodes.remote, nodes.done)
+        groups, rows, node_steps, writes, base, remote, done = (nodes.groups, nodes.rows, nodes.steps, nodes.writes,
+                                                                nodes.base, nodes.remote, nodes.done)
     else:                                               # one node: its rows sum to u_C itself
-        groups, rows, node_steps, base, remote, done = [list(range(q))], [central.u], [0], [np.zeros(n)], [0], [0]
+        groups, rows, node_steps, writes, base, remote, done = ([list(range(q))], [central.u], [0], [0],
+                                                                [np.zeros(n)], [0], [0])
     views = [np.empty(n) for _ in workers]
     tops = [np.empty(others) if others else None for _ in workers]
     own, seen, began = [0] * q, [0] * q, [0] * q
     histograms = [[0] * 16 for _ in workers]
-    writes = [0]
     read_cost = costs.shared_protocol_s + costs.read_value_s * n * max(len(g) for g in groups)
 
     def handle(t, kind, w, payload):
@@ -549,9 +549,7 @@ def _run_batches(sim, threshold, batch, n_nodes=None):
             count, change = payload
             rows[k] += change
             node_steps[k] += count
-            writes[0] += 1
-            if nodes is not None:
-                nodes.writes[k] += 1
+            writes[k] += 1
             count_staleness(histograms[w], node_steps[k] - own[w] - count - seen[w] + remote[k] - began[w], count)
             own[w] += count
             if threshold is not None:                   # every worker's |w| (the run's final threshold)
