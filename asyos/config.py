@@ -57,6 +57,7 @@ class RunConfig:
     step_size: Optional[float] = None
     step_divisor: float = 1.0
     decrease_check: bool = True
+    ridge: float = 0.0
     decrease_constant: Optional[float] = None   # kdd16: the paper's c (default 1)
     refit: bool = True
     seed: int = 0
@@ -139,7 +140,8 @@ class RunConfig:
         return SubstitutionOptions(passes=self.feature_passes, step_size=self.step_size,
                                    step_divisor=self.step_divisor, decrease_check=self.decrease_check,
                                    decrease_constant=decrease_constant, log_selection=True, variant=self.variant,
-                                   fit_intercept=self.fit_intercept, scale=self.feature_scale).validated()
+                                   fit_intercept=self.fit_intercept, scale=self.feature_scale,
+                                   ridge=self.ridge).validated()
 
     @property
     def estimator_params(self) -> dict:
@@ -230,6 +232,10 @@ class RunConfig:
         _require(self.decrease_constant is None or self.variant == "kdd16",
                  "--decrease-constant is KDD'16's c (--variant kdd16); the exchange variant keeps a substitution "
                  "only if the loss falls")
+        _require(math.isfinite(self.ridge) and self.ridge >= 0,
+                 f"--ridge must be a finite number >= 0; got {self.ridge}")
+        _require(not self.ridge or self.variant == "exchange",
+                 "--ridge is part of the exchange variant; --variant kdd16 has none")
         _require(self.checkpoint_every is None or self.checkpoint_every >= 0,
                  f"--checkpoint-every must be >= 0 seconds; got {self.checkpoint_every}")
         _require(self.checkpoint_every is None or self.output is not None,
@@ -277,6 +283,8 @@ class RunConfig:
         _require(feature_stream or (self.variant == "exchange" and self.fit_intercept is None),
                  f"--variant and --intercept/--no-intercept apply to Online Substitution (os, asy-os), "
                  f"not {self.algorithm!r}")
+        _require(feature_stream or not self.ridge, f"--ridge applies to Online Substitution (os, asy-os), "
+                                                    f"not {self.algorithm!r}")
         _require(self.budget_mode in (None, "split", "global"),
                  f"--budget-mode must be split or global; got {self.budget_mode!r}")
         _require(self.cap is None or self.resolved_budget_mode == "global", "--cap goes with --budget-mode global")

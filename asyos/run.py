@@ -107,6 +107,8 @@ def make_parser() -> argparse.ArgumentParser:
     _bool_flag(g, "decrease-check", "keep the objective-decrease check (default on; --no-decrease-check "
                                     "follows Alg. 3 literally)")
     g.add_argument("--decrease-constant", type=float, help="--variant kdd16: the paper's c in [0, 1] (default 1)")
+    g.add_argument("--ridge", type=float, help="OS / Asy-OS (exchange): alpha >= 0 of a (alpha / 2) ||w||^2 on the "
+                                               "scaled columns in the selection and the refit (default 0: none)")
     _bool_flag(g, "refit", "refit on the selected features before evaluation (default on; --no-refit)")
     g.add_argument("--seed", type=int, help="seed of the synthetic data, the L_F estimate, the simulator's "
                                             "schedule, the learners' shuffles and DFLS's block (default 0): in one "

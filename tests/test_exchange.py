@@ -15,10 +15,13 @@ from asyos.losses import get_loss
 from asyos.learners.base import decision_values
 
 
-def reference_exchange(Z, y, loss, s, eta, order, intercept=True, passes="auto"):
+def reference_exchange(Z, y, loss, s, eta, order, intercept=True, passes="auto", ridge=0.0):
     """The exchange step written out from its docstring, everything recomputed from scratch at each
     arrival: ``Z`` the scaled columns, features offered in ``order``; a substitution puts the new
-    feature in the slot of the one it replaces."""
+    feature in the slot of the one it replaces. ``ridge`` (alpha): the objective is ``n L + (alpha n / 2)
+    ||w||^2`` (its gradient ``alpha n w`` and curvature ``alpha n`` in the retained step, the newcomer's
+    weight and the scores; its change in the decrease check)."""
+    lam = ridge * Z.shape[0]
     n, p = Z.shape
     w, b, S = np.zeros(p), 0.0, []
     max_passes = MAX_AUTO_PASSES if passes == "auto" else passes
@@ -35,19 +38,20 @@ def reference_exchange(Z, y, loss, s, eta, order, intercept=True, passes="auto")
                     b += step
                     u = u + step
             g, h = loss.dloss_raw(y, u), loss.d2loss_raw(y, u)
-            gS = Z[:, S].T @ g
+            gS = Z[:, S].T @ g + lam * w[S]
             dw = -(eta / n) * gS
             gj, cj = Z[:, j] @ g, Z[:, j] @ (h * Z[:, j])
             if not cj > 1e-10 * n:
                 w[S] += dw
                 continue
+            cj += lam
             if len(S) < s:
                 w[S] += dw
                 w[j] = -gj / cj
                 S.append(j)
                 changes += 1
                 continue
-            nets = [-w[k] * gS[i] + 0.5 * w[k] ** 2 * (Z[:, k] @ (h * Z[:, k]))
+            nets = [-w[k] * gS[i] + 0.5 * w[k] ** 2 * (Z[:, k] @ (h * Z[:, k]) + lam)
                     - 0.5 * (gj - w[k] * (Z[:, k] @ (h * Z[:, j]))) ** 2 / cj for i, k in enumerate(S)]
             i = int(np.argmin(nets))
             k = S[i]
@@ -55,7 +59,8 @@ def reference_exchange(Z, y, loss, s, eta, order, intercept=True, passes="auto")
             u_keep = u + Z[:, S] @ dw
             u_next = u_keep + wj * Z[:, j] - (w[k] + dw[i]) * Z[:, k]
             w[S] += dw
-            if nets[i] < 0 and loss.value(y, u_next) < loss.value(y, u_keep):
+            penalty = 0.5 * ridge * (wj ** 2 - w[k] ** 2)       # the ridge's change (w[k] after its step)
+            if nets[i] < 0 and loss.value(y, u_next) + penalty < loss.value(y, u_keep):
                 w[k], w[j], S[i] = 0.0, wj, j
                 changes += 1
         if passes == "auto" and changes == 0 and pass_index + 1 >= MIN_AUTO_PASSES:
@@ -71,17 +76,21 @@ PROBLEMS = {
 
 
 @pytest.mark.parametrize("loss_name", sorted(PROBLEMS))
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed, ridge", [(0, 0.0), (1, 0.0), (0, 0.3), (1, 2.0)])
 @pytest.mark.parametrize("passes", [2, "auto"])
-def test_matches_the_exchange_step_written_out(loss_name, seed, passes, kernels):
+def test_matches_the_exchange_step_written_out(loss_name, seed, ridge, passes, kernels):
     d = PROBLEMS[loss_name](seed)
     X = d.X * np.linspace(0.5, 3.0, d.X.shape[1]) + 1.5       # offsets and scales for the shard to undo
-    model = OnlineSubstitution(budget=5, loss=loss_name, passes=passes, refit=False, random_state=seed).fit(X, d.y)
+    model = OnlineSubstitution(budget=5, loss=loss_name, passes=passes, refit=False, random_state=seed,
+                               ridge=ridge).fit(X, d.y)
     options = SubstitutionOptions()
     shard = options.shard(X)
     loss = get_loss(loss_name)
     order = screening_order(shard, d.y, loss, intercept=True)
-    w, b, S = reference_exchange(shard.XT.T.copy(), d.y, loss, 5, model.step_size_, order, passes=passes)
+    w, b, S = reference_exchange(shard.XT.T.copy(), d.y, loss, 5, model.step_size_, order, passes=passes,
+                                 ridge=ridge)
+    if ridge:       # the step of the penalised objective: 0.5 / (L_F + alpha) (Theorem 1)
+        assert model.step_size_ == pytest.approx(0.5 / (model.lipschitz_ + ridge))
     assert model.support_.tolist() == S
     coef, intercept = shard.to_units(np.array(S), w[S], b)
     np.testing.assert_allclose(model.raw_coef_[S], coef, rtol=1e-8, atol=1e-12)

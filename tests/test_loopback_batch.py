@@ -53,13 +53,14 @@ def fitted(monkeypatch, batch, problem, gram=False, **params):
     return model
 
 
-@pytest.mark.parametrize("problem", sorted(PROBLEMS))
-def test_batches_give_the_step_by_step_model_to_the_last_bit(problem, monkeypatch):
-    one = fitted(monkeypatch, 1, problem)
+@pytest.mark.parametrize("problem, ridge", [(name, 0.0) for name in sorted(PROBLEMS)]
+                         + [("squared_hinge", 0.5), ("sparse squared", 0.5)])
+def test_batches_give_the_step_by_step_model_to_the_last_bit(problem, ridge, monkeypatch):
+    one = fitted(monkeypatch, 1, problem, ridge=ridge)
     assert one.n_steps_ > 500                                   # several passes, substitutions among them
     assert sum(row["event"] == "leave" for row in one.selection_log_) > 0
     for batch in (7, 256):
-        many = fitted(monkeypatch, batch, problem)
+        many = fitted(monkeypatch, batch, problem, ridge=ridge)
         assert np.array_equal(many.coef_, one.coef_) and many.intercept_ == one.intercept_
         assert np.array_equal(many.raw_coef_, one.raw_coef_)
         assert many.n_steps_ == one.n_steps_ and many.n_passes_ == one.n_passes_
@@ -71,8 +72,8 @@ def test_batches_give_the_step_by_step_model_to_the_last_bit(problem, monkeypatc
 
 @pytest.mark.parametrize("problem", ["squared", "sparse squared"])
 @pytest.mark.parametrize("check", [True, False])
-@pytest.mark.parametrize("intercept", [True, False])
-def test_maintained_products_make_the_same_decisions(problem, check, intercept, monkeypatch):
+@pytest.mark.parametrize("intercept, ridge", [(True, 0.0), (False, 0.0), (True, 0.05)])
+def test_maintained_products_make_the_same_decisions(problem, check, intercept, ridge, monkeypatch):
     X, y, _, _ = PROBLEMS[problem]
     runs = []
     for batch, gram in ((1, False), (256, True)):
@@ -80,7 +81,7 @@ def test_maintained_products_make_the_same_decisions(problem, check, intercept, 
         monkeypatch.setenv("ASYOS_KERNELS", "numba")
         monkeypatch.setattr(loopback, "BATCH_VISITS", batch)
         runs.append(OnlineSubstitution(budget=12, fit_intercept=intercept, decrease_check=check,
-                                       trace_every=37).fit(X, y))
+                                       trace_every=37, ridge=ridge).fit(X, y))
     one, many = runs
     assert sum(row["event"] == "leave" for row in one.selection_log_) > 10
     events = [[(r["step"], r["feature"], r["event"]) for r in run.selection_log_] for run in runs]

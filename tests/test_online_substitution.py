@@ -316,3 +316,44 @@ def test_refit_with_an_intercept_reaches_the_optimum_on_the_raw_columns(loss_nam
     ridge = LOGISTIC_RIDGE * coef * std ** 2 if loss_name == "logistic" else 0.0     # the ridge is on scaled w
     np.testing.assert_allclose((X.T @ g + ridge) * std, 0.0, atol=1e-6)
     assert abs(g.sum()) < 1e-7
+
+
+@pytest.mark.parametrize("loss_name", ["squared", "squared_hinge", "logistic"])
+@pytest.mark.parametrize("alpha", [0.01, 1.0])
+def test_a_ridge_refit_reaches_the_optimum_of_the_penalised_loss(loss_name, alpha):
+    """``refit_with_intercept(..., ridge=alpha)`` minimises ``loss + (alpha / 2) ||w_std||^2``, ``w_std``
+    the weights of the columns scaled to unit variance, ``b`` free: the gradient vanishes there; for
+    the squared loss it is scikit-learn's ``Ridge`` with ``alpha n`` on the standardized columns."""
+    from asyos.learners.refit import refit_with_intercept
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((70, 5)) * [0.01, 1.0, 100.0, 3.0, 1.0] + [5.0, -2.0, 300.0, 0.0, 1.0]
+    loss = get_loss(loss_name)
+    y = X @ [50.0, 1.0, 0.01, -0.5, 0.0] + rng.standard_normal(70)
+    if loss.task == "classification":
+        y = np.where(y > np.median(y), 1.0, -1.0)
+    coef, b = refit_with_intercept(X, y, loss, ridge=alpha)
+    std = X.std(axis=0)
+    g = loss.dloss(y, X @ coef + b)
+    # the objective's gradient in the standardized weights (L-BFGS stops at about 1e-6 of it)
+    np.testing.assert_allclose((X.T @ g + alpha * coef * std ** 2) / std, 0.0, atol=1e-5)
+    assert abs(g.sum()) < 1e-7
+    plain, _ = refit_with_intercept(X, y, loss)
+    assert np.linalg.norm(coef * std) < np.linalg.norm(plain * std)                     # shrunk
+    if loss_name == "squared":
+        from sklearn.linear_model import Ridge
+        Z = (X - X.mean(axis=0)) / std
+        ridge = Ridge(alpha=alpha * X.shape[0]).fit(Z, y)
+        np.testing.assert_allclose(coef * std, ridge.coef_, rtol=1e-8)
+
+
+def test_a_ridge_shrinks_the_selection_and_its_refit_and_is_refused_by_kdd16():
+    d = make_classification(n_features=300, n_informative=10, n_samples=60, seed=2)
+    plain = OnlineSubstitution(budget=10).fit(d.X, d.y)
+    ridged = OnlineSubstitution(budget=10, ridge=1.0).fit(d.X, d.y)
+    assert np.abs(plain.decision_function(d.X) * d.y).min() >= 0.99      # 10 of 300 features fit 60 rows
+    assert np.abs(ridged.decision_function(d.X)).max() < np.abs(plain.decision_function(d.X)).max()
+    assert ridged.step_size_ == pytest.approx(0.5 / (ridged.lipschitz_ + 1.0))
+    with pytest.raises(InputError, match="ridge"):
+        OnlineSubstitution(budget=10, variant="kdd16", ridge=0.5).fit(d.X, d.y)
+    with pytest.raises(ValueError, match="ridge"):
+        OnlineSubstitution(budget=10, ridge=-1.0).fit(d.X, d.y)

@@ -19,13 +19,13 @@ def problem():
     return make_regression(n_features=400, n_informative=16, n_samples=150, seed=11)
 
 
-@pytest.mark.parametrize("variant", ["exchange", "kdd16"])
+@pytest.mark.parametrize("variant, ridge", [("exchange", 0.0), ("kdd16", 0.0), ("exchange", 0.2)])
 @pytest.mark.parametrize("passes", [3, "auto"])
-def test_one_worker_without_staleness_is_sequential_os_bit_for_bit(problem, variant, passes):
+def test_one_worker_without_staleness_is_sequential_os_bit_for_bit(problem, variant, ridge, passes):
     d = problem
-    seq = OnlineSubstitution(budget=16, passes=passes, refit=False, variant=variant).fit(d.X + 2.0, d.y)
+    seq = OnlineSubstitution(budget=16, passes=passes, refit=False, variant=variant, ridge=ridge).fit(d.X + 2.0, d.y)
     sim = AsyncOnlineSubstitution(budget=16, n_workers=1, max_staleness=0, passes=passes, refit=False,
-                                  decrease_check=True, variant=variant).fit(d.X + 2.0, d.y)
+                                  decrease_check=True, variant=variant, ridge=ridge).fit(d.X + 2.0, d.y)
     np.testing.assert_array_equal(seq.support_, sim.support_)
     assert np.array_equal(seq.raw_coef_, sim.raw_coef_)          # exact, not approximate
     assert seq.raw_intercept_ == sim.raw_intercept_ and (seq.raw_intercept_ != 0) == (variant == "exchange")
@@ -187,3 +187,17 @@ def test_workers_stop_when_their_pass_no_longer_moves_the_loss(monkeypatch):
     assert settled.n_passes_ < longer.n_passes_ and settled.n_steps_ < longer.n_steps_
     np.testing.assert_array_equal(settled.support_, longer.support_)
     assert settled.objective_selection_ == pytest.approx(longer.objective_selection_, rel=1e-6)
+
+
+def test_asy_os_refits_its_selection_with_its_ridge(problem):
+    """The finish's refit is the ridge refit of the selected columns (``refit_with_intercept``), the
+    exchange run over the candidates penalised like the workers were."""
+    from asyos.learners.refit import refit_with_intercept
+    d = problem
+    sim = AsyncOnlineSubstitution(budget=16, n_workers=4, ridge=0.5).fit(d.X, d.y)
+    assert sim.finish_ == "exchange" and sim.support_.size == 16
+    coef, b = refit_with_intercept(d.X[:, sim.support_], d.y, get_loss("squared"), ridge=0.5)
+    np.testing.assert_allclose(sim.coef_[sim.support_], coef, rtol=1e-9)
+    assert sim.intercept_ == pytest.approx(b, rel=1e-9, abs=1e-12)
+    plain = AsyncOnlineSubstitution(budget=16, n_workers=4).fit(d.X, d.y)
+    assert np.linalg.norm(sim.coef_) < np.linalg.norm(plain.coef_)

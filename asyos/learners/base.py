@@ -307,9 +307,9 @@ class BudgetedSelector(SelectorMixin, Estimator):
         self.n_features_in_ = matrix.shape[1]
         return matrix, y
 
-    def _set_selection(self, X, y, loss, support, weights, intercept=None):
+    def _set_selection(self, X, y, loss, support, weights, intercept=None, ridge=0.0):
         """Record the selected features and their weights (and the intercept, ``None`` for a model
-        without one), then (with ``refit``) refit on them."""
+        without one), then (with ``refit``) refit on them (``ridge``: the selection's, ``refit_selection``)."""
         from .refit import refit_selection
         p = X.shape[1]
         order = np.argsort(np.asarray(support, dtype=np.intp), kind="stable")
@@ -321,7 +321,7 @@ class BudgetedSelector(SelectorMixin, Estimator):
         self.coef_ = self.raw_coef_.copy()
         if self.refit:
             self.coef_[self.support_], self.intercept_ = refit_selection(
-                columns_dense(X, self.support_), y, loss, self.raw_coef_[self.support_], intercept)
+                columns_dense(X, self.support_), y, loss, self.raw_coef_[self.support_], intercept, ridge=ridge)
         return self
 
     def _get_support_mask(self):

@@ -148,7 +148,7 @@ def conclude(candidates: Candidates, u_central, y, loss, plan, options, seed, st
     intercept = done.intercept if options.fit_intercept else None
     if refit:
         columns = (candidates.columns if raw_columns is None else raw_columns)[done.positions]
-        coef, intercept = refit_selection(columns.T, y, loss, done.coef, intercept)
+        coef, intercept = refit_selection(columns.T, y, loss, done.coef, intercept, ridge=options.ridge)
     else:
         coef, intercept = done.coef, intercept or 0.0
     return Outcome(done, objective_candidates, objective_selection, coef, float(intercept))

@@ -75,7 +75,7 @@ class Worker:
     def __init__(self, shard, y, loss, budget, step_size, *, passes=2, step_divisor=1.0,
                  decrease_check=True, decrease_constant=1.0, lipschitz=None, worker_id=0,
                  log_selection=True, slack=None, variant="kdd16", order=None, owns_intercept=False,
-                 entry_scale=1.0, n_workers=1):
+                 entry_scale=1.0, n_workers=1, ridge=0.0):
         self.shard = shard
         self.worker_id = worker_id
         self.auto_passes = passes == "auto"
@@ -84,7 +84,8 @@ class Worker:
         self.state = SubstitutionState(
             self.n, budget, step_size, loss, y, step_divisor=step_divisor,
             decrease_check=decrease_check, decrease_constant=decrease_constant, lipschitz=lipschitz,
-            expected_steps=self.expected_steps(shard, passes), variant=variant, entry_scale=entry_scale)
+            expected_steps=self.expected_steps(shard, passes), variant=variant, entry_scale=entry_scale,
+            ridge=ridge)
         _kernels.warm_up(self.state.kernels)
         self.order = np.arange(shard.n_local) if order is None else np.asarray(order)
         self.owns_intercept = bool(owns_intercept)
@@ -430,7 +431,8 @@ class Worker:
             state._loss_code, *columns, self.order, self._retained, counters, self.passes, self.auto_passes,
             MIN_AUTO_PASSES, int(visits), bool(stop_at_pass_end), float(entry_level), state.XS, state.w,
             state.curv, state.slots, u, state.y, state._retained_scale, state.budget, state.decrease_check,
-            state.floor, state.entry_scale, self.owns_intercept, self.intercept, state._g, state._h, state._v,
+            state.floor, state.entry_scale, state.ridge, self.owns_intercept, self.intercept, state._g, state._h,
+            state._v,
             state._gS, state._dw, state._a, state._c, state._u_next, state._tmp, view, hess, self.delta, ev_step,
             ev_pass, ev_local, ev_enter, ev_weight, gram, G, R, W, colsum, Gdw, ahead, ahead_j)
         (self._pass, self._pos, self._pass_changes, self.passes_run, size, steps, state.checks, state.check_rejections,

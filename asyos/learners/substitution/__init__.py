@@ -15,7 +15,7 @@ def os_kwargs(config, loss, budget):
                 fit_intercept=config.fit_intercept, scale=config.feature_scale, step_size=config.step_size,
                 step_divisor=config.step_divisor, decrease_check=config.decrease_check,
                 decrease_constant=config.decrease_constant, refit=config.refit, random_state=config.seed,
-                trace_every=config.resolved_trace_every)
+                trace_every=config.resolved_trace_every, ridge=config.ridge)
 
 
 def _build_os(config, loss, budget):

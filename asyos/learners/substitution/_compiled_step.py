@@ -33,22 +33,24 @@ def value(code, y, u, tmp):
 
 
 @jit
-def retained_step(XS, m, g, retained_scale, gS, dw, delta):
+def retained_step(XS, m, g, retained_scale, gS, dw, delta, w, ridge):
     """Alg. 1 line 6: ``gS = X_S^T g``, then ``retained_move``; returns ``|gS|^2`` (the overflow guard)."""
     if m > 0:
         np.dot(XS[:m], g, gS[:m])
-    return retained_move(XS, m, gS, retained_scale, dw, delta)
+    return retained_move(XS, m, gS, retained_scale, dw, delta, w, ridge)
 
 
 @jit
-def retained_move(XS, m, gS, retained_scale, dw, delta):
-    """Alg. 1 line 6 from ``gS = X_S^T g``: ``dw = retained_scale gS``, ``delta = X_S^T dw``; returns
-    ``|gS|^2`` (the overflow guard)."""
+def retained_move(XS, m, gS, retained_scale, dw, delta, w, ridge):
+    """Alg. 1 line 6 from ``gS = X_S^T g``: the ridge's gradient ``ridge w`` added to ``gS`` (in place,
+    as ``SubstitutionState._retained_step``), ``dw = retained_scale gS``, ``delta = X_S^T dw``;
+    returns ``|gS|^2`` (the overflow guard)."""
     if m == 0:
         delta[:] = 0.0
         return 0.0
     guard = 0.0
     for i in range(m):
+        gS[i] += ridge * w[i]
         dw[i] = gS[i] * retained_scale
         guard += gS[i] * gS[i]
     np.dot(dw[:m], XS[:m], delta)
@@ -62,7 +64,7 @@ def propose_step(code, XS, m, w, u, y, xj, retained_scale, new_scale, budget, ch
     the new weights overflow (the caller raises)."""
     n = u.shape[0]
     dloss_raw(code, y, u, g)
-    guard = retained_step(XS, m, g, retained_scale, gS, dw, delta)
+    guard = retained_step(XS, m, g, retained_scale, gS, dw, delta, w, 0.0)
     wj = new_scale * np.dot(xj, g)
     if not math.isfinite(wj * wj + guard):
         return -1, 0, wj, False
@@ -212,7 +214,7 @@ def symmetric_product(G, m, x, out):
 
 
 @jit
-def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, entry_scale,
+def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, entry_scale, ridge,
                   g, h, v, gS, dw, a, c, u_next, tmp, delta):
     """The exchange variant's step (``SubstitutionState._propose_exchange``: the same arithmetic, the
     products summed in another order). Returns ``(action, k, w_j, checked)``; ``action`` is ``DIVERGED``
@@ -234,13 +236,14 @@ def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check,
         cj = np.dot(xj, v)
     if m >= budget and cj > floor:                                      # a and c are needed
         row_products(XS, m, g, v, h, code != SQUARED, gS, a, c)
-        guard = retained_move(XS, m, gS, retained_scale, dw, delta)
+        guard = retained_move(XS, m, gS, retained_scale, dw, delta, w, ridge)
     else:
-        guard = retained_step(XS, m, g, retained_scale, gS, dw, delta)
+        guard = retained_step(XS, m, g, retained_scale, gS, dw, delta, w, ridge)
     if not math.isfinite(gj * gj + guard):
         return -1, 0, gj, False
     if not cj > floor:
         return 3, m, 0.0, False                                         # REJECT: no curvature along x_j
+    cj += ridge
     wj = -gj / cj
     if m < budget:
         wj *= entry_scale
@@ -253,7 +256,7 @@ def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check,
     k, best = 0, math.inf
     for i in range(m):
         gp = gj - w[i] * a[i]
-        net = -w[i] * gS[i] + 0.5 * w[i] * w[i] * c[i] - 0.5 * gp * gp / cj
+        net = -w[i] * gS[i] + 0.5 * w[i] * w[i] * (c[i] + ridge) - 0.5 * gp * gp / cj
         if net < best:
             k, best = i, net
     if not best < 0.0:
@@ -269,7 +272,7 @@ def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check,
             u_next[i] = tmp[i] + wj * xj[i]
         for i in range(n):
             u_next[i] += wk * XS[k, i]
-        f_next = value(code, y, u_next, tmp)
+        f_next = value(code, y, u_next, tmp) + 0.5 * ridge / n * (wj * wj - wk * wk)
         checked = True
         if not f_next < f_keep:
             action = 3
@@ -295,8 +298,8 @@ NO_DENSE = np.empty((0, 0))
 @jit
 def loopback_visits(code, XT, sparse, indptr, indices, data, shift, column, order, retained, counters, passes,
                     auto_passes, min_auto_passes, visits, stop_at_pass_end, entry_level,
-                    XS, w, curv, slots, u, y, retained_scale, budget, check, floor, entry_scale, owns_intercept,
-                    intercept, g, h, v, gS, dw, a, c, u_next, tmp, view, hess, delta,
+                    XS, w, curv, slots, u, y, retained_scale, budget, check, floor, entry_scale, ridge,
+                    owns_intercept, intercept, g, h, v, gS, dw, a, c, u_next, tmp, view, hess, delta,
                     ev_step, ev_pass, ev_local, ev_enter, ev_weight, gram, G, R, W, colsum, Gdw, ahead, ahead_j):
     """Up to ``visits`` feature visits of sequential OS (the exchange variant) against the in-process
     central node: what ``loopback.run_loopback`` does one Python call at a time (``Worker._next_feature``,
@@ -375,8 +378,8 @@ def loopback_visits(code, XT, sparse, indptr, indices, data, shift, column, orde
             elif m > 0:
                 take_ahead(XT, XS, m, order, retained, pos, j, ahead, ahead_j, a)
             action, k, wj, checked, b, T = gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor,
-                                                     entry_scale, entry_level, owns_intercept, T, G, R, W, colsum,
-                                                     Gdw, gS, dw, a)
+                                                     entry_scale, entry_level, ridge, owns_intercept, T, G, R, W,
+                                                     colsum, Gdw, gS, dw, a)
             if action == -1:
                 counters[C_STATUS] = STOPPED_DIVERGED
                 gram_end(XS, m, u, W, tmp)
@@ -391,7 +394,8 @@ def loopback_visits(code, XT, sparse, indptr, indices, data, shift, column, orde
                     view[i] = u[i] + b
                 point = view
             action, k, wj, checked = exchange_step(code, XS, m, w, curv, point, y, xj, retained_scale, budget, check,
-                                                   floor, entry_scale, g, h, v, gS, dw, a, c, u_next, tmp, delta)
+                                                   floor, entry_scale, ridge, g, h, v, gS, dw, a, c, u_next, tmp,
+                                                   delta)
             if action == -1:
                 counters[C_STATUS] = STOPPED_DIVERGED
                 return intercept
@@ -511,7 +515,7 @@ def gram_end(XS, m, u, W, tmp):
 
 
 @jit
-def gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, entry_scale, entry_level,
+def gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, entry_scale, entry_level, ridge,
                owns_intercept, T, G, R, W, colsum, Gdw, gS, dw, a):
     """One visit of sequential OS's exchange step under the squared loss on maintained products,
     committed and applied: the decisions of ``exchange_step`` (and of ``intercept_step`` before it)
@@ -541,9 +545,9 @@ def gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, e
     if owns_intercept:
         b = -(T + sW) / n                       # the intercept's Newton step: h = 1 on every sample
     guard = 0.0
-    for i in range(m):
+    for i in range(m):                          # gS: the loss's gradient (R is kept from it); dw with the ridge's
         gS[i] = R[i] + b * colsum[i]
-        dw[i] = gS[i] * retained_scale
+        dw[i] = (gS[i] + ridge * w[i]) * retained_scale
         guard += gS[i] * gS[i]
     adw = 0.0
     for i in range(m):
@@ -555,7 +559,8 @@ def gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, e
     action, k, wj, checked = 3, m, 0.0, False
     wk = 0.0
     if cj > floor:
-        wj = -gj / cj
+        cr = cj + ridge                         # the curvature with the ridge's (cj itself goes into R and G)
+        wj = -gj / cr
         if m < budget:
             wj *= entry_scale
             action = 1 if abs(wj) >= entry_level * entry_scale else 3     # ENTER (or refused: the global budget)
@@ -563,17 +568,19 @@ def gram_visit(XS, m, w, curv, u, y, xj, retained_scale, budget, check, floor, e
             best = math.inf
             for i in range(m):
                 gp = gj - w[i] * a[i]
-                net = -w[i] * gS[i] + 0.5 * w[i] * w[i] * curv[i] - 0.5 * gp * gp / cj
+                net = -w[i] * (gS[i] + ridge * w[i]) + 0.5 * w[i] * w[i] * (curv[i] + ridge) - 0.5 * gp * gp / cr
                 if net < best:
                     k, best = i, net
             if best < 0.0:
-                wj = -(gj - w[k] * a[k]) / cj
+                wj = -(gj - w[k] * a[k]) / cr
                 wk = -(w[k] + dw[k])
                 action = 2                                              # SUBSTITUTE
                 if check:
-                    # n (f_next - f_keep) x 2 for d = w_j x_j + w_k x_k at r_keep = u + b + X_S^T dw - y
+                    # n (f_next - f_keep) x 2 for d = w_j x_j + w_k x_k at r_keep = u + b + X_S^T dw - y,
+                    # the ridge's change with it
                     change = (2.0 * (wj * (gj + adw) + wk * (gS[k] + Gdw[k]))
-                              + wj * wj * cj + 2.0 * wj * wk * a[k] + wk * wk * G[k, k])
+                              + wj * wj * cj + 2.0 * wj * wk * a[k] + wk * wk * G[k, k]
+                              + ridge * (wj * wj - wk * wk))
                     checked = True
                     if not change < 0.0:
                         action = 3

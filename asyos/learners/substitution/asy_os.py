@@ -133,11 +133,11 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
                  sharding=None, loss="auto", passes="auto", variant="exchange", fit_intercept=None,
                  scale=None, step_size=None, step_divisor=1.0, decrease_check=True, decrease_constant=None,
                  refit=True, random_state=0, trace_every=0, budget_mode="global", cap=None, slack=None,
-                 transport=None, push_mode="pipelined", max_batch=16, nodes=1, costs=None, cores=None):
+                 transport=None, push_mode="pipelined", max_batch=16, nodes=1, costs=None, cores=None, ridge=0.0):
         super().__init__(budget=budget, loss=loss, passes=passes, variant=variant, fit_intercept=fit_intercept,
                          scale=scale, step_size=step_size, step_divisor=step_divisor,
                          decrease_check=decrease_check, decrease_constant=decrease_constant, refit=refit,
-                         random_state=random_state, trace_every=trace_every)
+                         random_state=random_state, trace_every=trace_every, ridge=ridge)
         self.n_workers = n_workers
         self.max_staleness = max_staleness
         self.policy = policy
@@ -219,7 +219,8 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         self.n_dropped_ = sum(w.dropped for w in workers)
         self.slack_ = workers[0].slack if threshold is not None else None
         self.threshold_age_ = threshold.age if threshold is not None else None
-        self._set_selection(X, y, loss, done.features, done.coef, done.intercept if options.fit_intercept else None)
+        self._set_selection(X, y, loss, done.features, done.coef, done.intercept if options.fit_intercept else None,
+                            ridge=options.ridge)
         self.lipschitz_ = lipschitz
         self.step_size_ = workers[0].state.step_size
         self.n_steps_ = central.steps

@@ -107,7 +107,8 @@ def warm_up(chosen: str, visits: bool = False) -> None:
     exchange_scratch = [np.empty(k) for k in (n, n, n, cap, cap, cap, cap, n, n, n)]
     for code in LOSS_CODES.values():
         propose_kernel()(code, XS, 0, w, np.zeros(n), y, x, -0.1, -0.1, 2, True, 0.0, *scratch)
-        exchange_kernel()(code, XS, 0, w, w, np.zeros(n), y, x, -0.1, 2, True, 0.0, 1.0, *exchange_scratch)
+        exchange_kernel()(code, XS, 0, w, w, np.zeros(n), y, x, -0.1, 2, True, 0.0, 1.0, 0.0,
+                          *exchange_scratch)
         intercept_kernel()(code, y, np.zeros(n), scratch[0], scratch[4])
     if not visits:
         return
@@ -116,7 +117,8 @@ def warm_up(chosen: str, visits: bool = False) -> None:
     order, events = np.arange(2), np.zeros(2, dtype=np.int64)
     visits_kernel()(LOSS_CODES["squared"], np.ones((2, n)), False, *module.NO_CSR, np.empty(n), order,
                     np.zeros(2, dtype=np.bool_), counters, 1, False, 2, 0, False, 0.0,
-                    XS, w, w.copy(), np.zeros(cap, dtype=np.intp), np.zeros(n), y, -0.1, 2, True, 0.0, 1.0, True, 0.0,
+                    XS, w, w.copy(), np.zeros(cap, dtype=np.intp), np.zeros(n), y, -0.1, 2, True, 0.0, 1.0, 0.0,
+                    True, 0.0,
                     *exchange_scratch[:-1], np.empty(n), np.empty(n), exchange_scratch[-1],
                     events, events, events, np.zeros(2, dtype=np.bool_), np.zeros(2), np.zeros(1, dtype=np.int64),
                     np.zeros((cap, cap)), *(np.zeros(cap) for _ in range(4)), np.zeros((4, cap)),

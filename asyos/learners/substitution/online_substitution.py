@@ -35,7 +35,7 @@ from ...protocol.loopback import run_loopback
 from ...trace import ObjectiveTrace
 from ..base import BudgetedSelector
 from ..checks import check_positive_int
-from ..params import BOOLEAN, BUDGET, PASSES, SEED, Interval, Real, StrOptions, count, positive, unit
+from ..params import BOOLEAN, BUDGET, PASSES, SEED, Interval, Real, StrOptions, count, non_negative, positive, unit
 from .workers import (SubstitutionOptions, _nothing, check_objective, local_lipschitz, make_worker,
                       quiet_float_errors)
 
@@ -71,6 +71,11 @@ class OnlineSubstitution(BudgetedSelector):
         The paper's ``c`` in ``[0, 1]`` (kdd16 only; default 1).
     refit : bool
         Refit the loss on the selected features after selection (the paper evaluates so).
+    ridge : float
+        ``alpha >= 0`` (exchange variant): select and refit under ``loss + (alpha / 2) ||w||^2`` on the
+        scaled columns (the newcomers' Newton weights, the substitution scores, the decrease check,
+        the retained features' step and the refit all include it), so that features which fit a few
+        rows exactly are not worth their weight when samples are few. 0 (default): none.
     random_state : int
         Seeds the blocks sampled to estimate ``L_F``.
     trace_every : int
@@ -95,12 +100,12 @@ class OnlineSubstitution(BudgetedSelector):
         "variant": [StrOptions({"exchange", "kdd16"})], "fit_intercept": ["boolean", None],
         "scale": ["boolean", None], "step_size": [positive(), None],
         "step_divisor": [Interval(Real, 1, None, closed="left")], "decrease_check": BOOLEAN,
-        "decrease_constant": [unit(), None], "refit": BOOLEAN, "random_state": SEED,
+        "decrease_constant": [unit(), None], "refit": BOOLEAN, "ridge": [non_negative()], "random_state": SEED,
         "trace_every": [count(0), StrOptions({"auto"})]}
 
     def __init__(self, budget=10, loss="auto", passes="auto", variant="exchange", fit_intercept=None, scale=None,
                  step_size=None, step_divisor=1.0, decrease_check=True, decrease_constant=None, refit=True,
-                 random_state=0, trace_every=0):
+                 random_state=0, trace_every=0, ridge=0.0):
         self.budget = budget
         self.loss = loss
         self.passes = passes
@@ -114,6 +119,7 @@ class OnlineSubstitution(BudgetedSelector):
         self.refit = refit
         self.random_state = random_state
         self.trace_every = trace_every
+        self.ridge = ridge
 
     _reads_columns = True        # fit(X) with X a ColumnMatrix or a memmap learns out of core
 
@@ -141,7 +147,7 @@ class OnlineSubstitution(BudgetedSelector):
             raise InputError(f"passes must be an integer >= 1 or 'auto'; got {self.passes!r}")
         return SubstitutionOptions(self.passes, self.step_size, self.step_divisor, bool(self.decrease_check),
                                    self.decrease_constant, variant=self.variant, fit_intercept=self.fit_intercept,
-                                   scale=self.scale).validated()
+                                   scale=self.scale, ridge=self.ridge).validated()
 
     def fit(self, X, y, checkpoint=None):
         """Select ``budget`` features of ``X`` for ``y``. ``checkpoint`` (an
@@ -173,7 +179,8 @@ class OnlineSubstitution(BudgetedSelector):
         with quiet_float_errors():
             self.objective_selection_ = check_objective(loss, y, central.u, worker.state.step_size, lipschitz)
         support, weights, intercept = worker.selection_in_units()
-        self._set_selection(X, y, loss, support, weights, intercept if options.fit_intercept else None)
+        self._set_selection(X, y, loss, support, weights, intercept if options.fit_intercept else None,
+                            ridge=options.ridge)
         self.lipschitz_ = lipschitz
         self.step_size_ = worker.state.step_size
         self.n_steps_ = worker.steps

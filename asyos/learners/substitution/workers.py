@@ -44,6 +44,7 @@ class SubstitutionOptions:
     variant: str = "exchange"
     fit_intercept: Optional[bool] = None
     scale: Optional[bool] = None
+    ridge: float = 0.0                      # alpha of the exchange variant's (alpha / 2) ||w||^2 (OnlineSubstitution)
 
     def __post_init__(self):
         if self.variant not in VARIANTS:
@@ -58,6 +59,8 @@ class SubstitutionOptions:
         elif not kdd16:
             raise InputError("decrease_constant is KDD'16's c (variant='kdd16'); the exchange variant keeps a "
                              "substitution only if the loss falls")
+        if kdd16 and self.ridge:
+            raise InputError("ridge is part of the exchange variant (variant='exchange'); KDD'16's step has none")
 
     @property
     def worker_passes(self):
@@ -74,6 +77,10 @@ class SubstitutionOptions:
             raise InputError(f"step_divisor (the paper's m) must be >= 1; got {self.step_divisor}")
         if not 0.0 <= float(self.decrease_constant) <= 1.0:
             raise InputError(f"decrease_constant (the paper's c) must be in [0, 1]; got {self.decrease_constant}")
+        ridge = self.ridge
+        if isinstance(ridge, bool) or not isinstance(ridge, (int, float, np.integer, np.floating)) \
+                or not 0.0 <= float(ridge) < float("inf"):
+            raise InputError(f"ridge must be a finite number >= 0; got {ridge!r}")
         return self
 
     def visit_order(self, shard, y, loss):
@@ -107,7 +114,9 @@ def make_worker(shard, y, loss, local_budget, lipschitz, options: SubstitutionOp
     The intercept, when the options fit one, is owned by worker 0 unless ``owns_intercept`` says;
     one of ``n_workers`` > 1 moves by the share ``entry_scale`` gives (exchange); ``order``: the
     visit order (default ``options.visit_order``)."""
-    step = options.step_size if options.step_size is not None else step_size_from_lipschitz(lipschitz)
+    # the ridge adds its alpha to the loss's L_F (Theorem 1's step for the penalised objective)
+    step = options.step_size if options.step_size is not None else \
+        step_size_from_lipschitz(lipschitz + options.ridge if lipschitz > 0 else 0.0)
     if owns_intercept is None:
         owns_intercept = options.fit_intercept and worker_id == 0
     total_budget = local_budget if total_budget is None else total_budget
@@ -120,7 +129,7 @@ def make_worker(shard, y, loss, local_budget, lipschitz, options: SubstitutionOp
                   log_selection=options.log_selection, slack=slack, variant=options.variant,
                   order=order, owns_intercept=owns_intercept, n_workers=n_workers,
                   entry_scale=entry_scale(shard, lipschitz, loss, total_budget, n_workers)
-                  if options.variant == "exchange" else 1.0)
+                  if options.variant == "exchange" else 1.0, ridge=options.ridge)
 
 
 def entry_scale(shard, lipschitz, loss, total_budget, n_workers) -> float:
