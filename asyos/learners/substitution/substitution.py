@@ -66,9 +66,10 @@ the scores (``-w_k (g_k + lambda w_k) + w_k^2 (c_k + lambda) / 2 - (g_j - w_k a_
 and the decrease check compares the penalised losses. Why: with few samples (62-300 rows, 2,000-100,000
 features) the unpenalised exchange fits the training rows exactly and keeps features that fit a few of them;
 the ridge keeps the residual spread over the rows (as ``alpha`` grows the scores tend to the marginal
-gains, ``SelectKBest``'s ranking). Measured in ``benchmarks/bench_real_selection.py --small-n``'s sets (see
-the README): it helps at ``k = 10`` on gene-expression-like data and costs at ``k = 50`` on sparse binary
-fingerprints, so it is off by default.
+gains, ``SelectKBest``'s ranking). Measured on ``benchmarks/bench_real_selection.py --small-n``'s generators
+(README, "Few samples, many features"): ``alpha = 10`` raised the mean test accuracy on gene-expression-like
+sets from 0.69 to 0.73 (18 cells), and on sparse fingerprints with 10% positives made it predict the majority
+class (0.900 against 0.971), so it is off by default.
 """
 from __future__ import annotations
 
