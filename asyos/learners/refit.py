@@ -31,8 +31,7 @@ def refit(X_S, y, loss, w0=None, ridge=0.0) -> np.ndarray:
         return np.zeros(0)
     if ridge > 0:
         scale = _unit_scale(X_S)
-        start = None if w0 is None else np.where(scale > 0, np.asarray(w0, dtype=float) / np.where(
-            scale > 0, scale, 1.0), 0.0)
+        start = None if w0 is None else _scaled_weights(w0, scale)
         return _penalised(X_S * scale, y, loss, start, k, ridge) * scale
     if loss.name == "squared":
         coef, *_ = np.linalg.lstsq(X_S, y, rcond=None)
@@ -45,6 +44,11 @@ def _unit_scale(X_S):
     """``1 / std`` of each column (0 for a constant column, which then gets weight 0)."""
     std = X_S.std(axis=0) if X_S.shape[0] else np.ones(X_S.shape[1])
     return np.where(std > 0, 1.0 / np.where(std > 0, std, 1.0), 0.0)
+
+
+def _scaled_weights(w, scale):
+    """Weights ``w`` of the raw columns as weights of the columns times ``scale`` (0 where it is 0)."""
+    return np.where(scale > 0, np.asarray(w, dtype=float) / np.where(scale > 0, scale, 1.0), 0.0)
 
 
 def refit_with_intercept(X_S, y, loss, w0=None, intercept0=0.0, ridge=0.0):
@@ -61,9 +65,8 @@ def refit_with_intercept(X_S, y, loss, w0=None, intercept0=0.0, ridge=0.0):
     Z[:, k] = 1.0
     start = np.zeros(k + 1)
     if w0 is not None:                      # the same model in standardized units
-        w0 = np.asarray(w0, dtype=float)
-        start[:k] = np.where(scale > 0, w0 / np.where(scale > 0, scale, 1.0), 0.0)
-        start[k] = float(intercept0) + float(w0 @ mean)
+        start[:k] = _scaled_weights(w0, scale)
+        start[k] = float(intercept0) + float(np.asarray(w0, dtype=float) @ mean)
     if ridge > 0:
         theta = _penalised(Z, y, loss, start, k, ridge)
     elif loss.name == "squared":

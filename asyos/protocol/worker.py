@@ -432,9 +432,8 @@ class Worker:
             MIN_AUTO_PASSES, int(visits), bool(stop_at_pass_end), float(entry_level), state.XS, state.w,
             state.curv, state.slots, u, state.y, state._retained_scale, state.budget, state.decrease_check,
             state.floor, state.entry_scale, state.ridge, self.owns_intercept, self.intercept, state._g, state._h,
-            state._v,
-            state._gS, state._dw, state._a, state._c, state._u_next, state._tmp, view, hess, self.delta, ev_step,
-            ev_pass, ev_local, ev_enter, ev_weight, gram, G, R, W, colsum, Gdw, ahead, ahead_j)
+            state._v, state._gS, state._dw, state._a, state._c, state._u_next, state._tmp, view, hess, self.delta,
+            ev_step, ev_pass, ev_local, ev_enter, ev_weight, gram, G, R, W, colsum, Gdw, ahead, ahead_j)
         (self._pass, self._pos, self._pass_changes, self.passes_run, size, steps, state.checks, state.check_rejections,
          events, status, last) = (int(c) for c in counters)
         state._resize(size)

@@ -280,7 +280,7 @@ class SubstitutionState:
         c = self.curv[:m] if squared else np.einsum("ki,ki,i->k", XS, XS, h, out=self._c[:m])
         w = self._wm
         gp = gj - w * a
-        net = -w * gS + 0.5 * w * w * (c + ridge) - 0.5 * gp * gp / cj       # gS holds the ridge's ridge w
+        net = -w * gS + 0.5 * w * w * (c + ridge) - 0.5 * gp * gp / cj       # gS includes ridge * w
         k = int(np.argmin(net))
         action = REJECT
         if net[k] < 0.0:

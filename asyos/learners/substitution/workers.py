@@ -77,10 +77,7 @@ class SubstitutionOptions:
             raise InputError(f"step_divisor (the paper's m) must be >= 1; got {self.step_divisor}")
         if not 0.0 <= float(self.decrease_constant) <= 1.0:
             raise InputError(f"decrease_constant (the paper's c) must be in [0, 1]; got {self.decrease_constant}")
-        ridge = self.ridge
-        if isinstance(ridge, bool) or not isinstance(ridge, (int, float, np.integer, np.floating)) \
-                or not 0.0 <= float(ridge) < float("inf"):
-            raise InputError(f"ridge must be a finite number >= 0; got {ridge!r}")
+        check_positive_float(self.ridge, "ridge", inclusive=True)
         return self
 
     def visit_order(self, shard, y, loss):
