@@ -57,7 +57,7 @@ class RunConfig:
     step_size: Optional[float] = None
     step_divisor: float = 1.0
     decrease_check: bool = True
-    ridge: float = 0.0
+    ridge: Optional[float] = 0.0            # None: "auto" (chosen by cross-validation when p >= 5 n)
     decrease_constant: Optional[float] = None   # kdd16: the paper's c (default 1)
     refit: bool = True
     seed: int = 0
@@ -141,7 +141,7 @@ class RunConfig:
                                    step_divisor=self.step_divisor, decrease_check=self.decrease_check,
                                    decrease_constant=decrease_constant, log_selection=True, variant=self.variant,
                                    fit_intercept=self.fit_intercept, scale=self.feature_scale,
-                                   ridge=self.ridge).validated()
+                                   ridge=self.ridge or 0.0).validated()
 
     @property
     def estimator_params(self) -> dict:
@@ -232,7 +232,7 @@ class RunConfig:
         _require(self.decrease_constant is None or self.variant == "kdd16",
                  "--decrease-constant is KDD'16's c (--variant kdd16); the exchange variant keeps a substitution "
                  "only if the loss falls")
-        _require(math.isfinite(self.ridge) and self.ridge >= 0,
+        _require(self.ridge is None or (math.isfinite(self.ridge) and self.ridge >= 0),
                  f"--ridge must be a finite number >= 0; got {self.ridge}")
         _require(not self.ridge or self.variant == "exchange",
                  "--ridge is part of the exchange variant; --variant kdd16 has none")
@@ -283,7 +283,7 @@ class RunConfig:
         _require(feature_stream or (self.variant == "exchange" and self.fit_intercept is None),
                  f"--variant and --intercept/--no-intercept apply to Online Substitution (os, asy-os), "
                  f"not {self.algorithm!r}")
-        _require(feature_stream or not self.ridge, f"--ridge applies to Online Substitution (os, asy-os), "
+        _require(feature_stream or self.ridge == 0, f"--ridge applies to Online Substitution (os, asy-os), "
                                                     f"not {self.algorithm!r}")
         _require(self.budget_mode in (None, "split", "global"),
                  f"--budget-mode must be split or global; got {self.budget_mode!r}")
@@ -388,6 +388,9 @@ def load_toml(path: str) -> dict:
         name = key.replace("-", "_")
         if name == "passes" and value == "auto":
             continue                      # the default
+        if name == "ridge" and value == "auto":
+            out[name] = None
+            continue
         if name == "resume":
             raise InputError(f"{path}: resume is the --resume DIR flag, not a setting")
         if name not in FIELD_TYPES:

@@ -93,7 +93,7 @@ def run_local(config) -> int:
         extra["trace"] = estimator.trace_
     for name in ("step_size_", "lipschitz_", "n_steps_", "n_iter_", "n_samples_seen_", "n_updates_", "lam_",
                  "online_accuracy_", "threshold_", "n_dropped_", "slack_", "threshold_age_", "n_candidates_",
-                 "raw_intercept_", "n_passes_", "finish_"):
+                 "raw_intercept_", "n_passes_", "finish_", "ridge_", "ridge_scores_"):
         if hasattr(estimator, name):
             extra[name.rstrip("_")] = getattr(estimator, name)
     if simulated:

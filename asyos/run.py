@@ -35,14 +35,20 @@ def _bool_flag(parser, name, help_text, dest=None):
     parser.add_argument(f"--no-{name}", dest=dest, action="store_false", help=argparse.SUPPRESS)
 
 
-def _passes(text):
-    """``--passes``: a number, or ``auto`` (``None``)."""
-    if text == "auto":
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer or auto; got {text!r}") from None
+def _or_auto(convert, what):
+    """An option's type: ``auto`` (``None``: the default) or ``convert(text)``."""
+    def parse(text):
+        if text == "auto":
+            return None
+        try:
+            return convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what} or auto; got {text!r}") from None
+    return parse
+
+
+_passes = _or_auto(int, "an integer")
+_ridge = _or_auto(float, "a number >= 0")
 
 
 def program_name(argv0=None) -> str:
@@ -96,7 +102,8 @@ def make_parser() -> argparse.ArgumentParser:
                                  "(default: from the labels; the choices are asyos.losses.TABLE)")
     g.add_argument("--passes", type=_passes, help="OS: scans over the features, or auto (default: until a pass "
                                                   "changes nothing, 2 to 10; 3 with --variant kdd16); sample-stream "
-                                                  "learners: passes over the samples (default ceil(2 p / n), ECML'18's)")
+                                                  "learners: passes over the samples (default ceil(2 p / n), "
+                                                  "ECML'18's)")
     g.add_argument("--variant", help="OS / Asy-OS: exchange (default: intercept, scaled columns, Newton weights for "
                                      "newcomers, substitutions that must lower the loss, features visited by "
                                      "marginal gain) or kdd16 (KDD'16 Alg. 1-3 literally)")
@@ -107,8 +114,10 @@ def make_parser() -> argparse.ArgumentParser:
     _bool_flag(g, "decrease-check", "keep the objective-decrease check (default on; --no-decrease-check "
                                     "follows Alg. 3 literally)")
     g.add_argument("--decrease-constant", type=float, help="--variant kdd16: the paper's c in [0, 1] (default 1)")
-    g.add_argument("--ridge", type=float, help="OS / Asy-OS (exchange): alpha >= 0 of a (alpha / 2) ||w||^2 on the "
-                                               "scaled columns in the selection and the refit (default 0: none)")
+    g.add_argument("--ridge", type=_ridge, help="OS / Asy-OS (exchange): alpha >= 0 of a (alpha / 2) ||w||^2 on the "
+                                                "scaled columns in the selection and the refit (default 0: none), or "
+                                                "auto: 0 unless p >= 5 n, where alpha is chosen from 0, 1, 10 by "
+                                                "cross-validation on the training rows"),
     _bool_flag(g, "refit", "refit on the selected features before evaluation (default on; --no-refit)")
     g.add_argument("--seed", type=int, help="seed of the synthetic data, the L_F estimate, the simulator's "
                                             "schedule, the learners' shuffles and DFLS's block (default 0): in one "

@@ -45,15 +45,17 @@ equals another is run once); seed of fold ``f`` = ``f``. Score: test accuracy, o
 the mean over the folds. Methods (each evaluates its own fitted model on the test fold):
 
 * ``os``: ``OnlineSubstitution(budget=k)`` with its defaults (the exchange variant, the loss from
-  the labels: squared for regression, squared hinge for classification, ``passes="auto"``);
-  ``os-kdd16``: the same with ``variant="kdd16"`` (KDD'16 Alg. 1 literally); ``os-sim12``:
+  the labels: squared for regression, squared hinge for classification, ``passes="auto"``, no ridge);
+  ``os-ridge-auto``: the same with ``ridge="auto"`` (chosen by cross-validation on the training fold when
+  ``p >= 5 n``); ``os-kdd16``: the same with ``variant="kdd16"`` (KDD'16 Alg. 1 literally); ``os-sim12``:
   ``AsyncOnlineSubstitution`` with ``min(12, p)`` simulated workers (staleness simulator);
 * ``os-mpi5``: ``mpiexec -n 5 python -m asyos.run --data FOLD --budget k --seed f`` (4 workers and
   the central process) on ``--mpi-sets`` only (default pcmac and satellite_image): each fold's
   train and test split is written to a temporary file that ``load_dataset`` reads, and the test
   fold is predicted from the run's ``selected``, ``coef`` (and ``intercept`` when the record has
-  one). Its time is the run's ``timing.async_s`` (the asynchronous phase; ``wall_s`` when absent):
-  start-up and data loading are not counted. On a 2-core machine 5 ranks are oversubscribed, so
+  one); ``os-mpi5-ridge-auto`` the same with ``--ridge auto``. Its time is the run's
+  ``timing.async_s`` (the asynchronous phase; ``wall_s`` when absent): start-up and data loading
+  are not counted. On a 2-core machine 5 ranks are oversubscribed, so
   these times say little about the method's speed;
 * ``b-arda`` (``BudgetedARDA``, classification only) and ``ofsa`` (``OFSA`` on the running averages;
   fitted on the columns not constant on the training fold, skipped where their ``p x p`` averages
@@ -144,7 +146,8 @@ GENERATED = {"digits-0-vs-rest": "generated: scikit-learn digits, 0 vs the rest"
                 for name, (source, rows) in SUBSAMPLES.items()},
              STAND_IN: "synthetic sparse stand-in (NOT real data)"}
 
-OS_FAMILY = ("os", "os-kdd16", "os-sim12", "os-mpi5", "b-arda", "ofsa")
+OS_FAMILY = ("os", "os-ridge-auto", "os-kdd16", "os-sim12", "os-mpi5", "os-mpi5-ridge-auto", "b-arda", "ofsa")
+MPI_FLAGS = {"os-mpi5": (), "os-mpi5-ridge-auto": ("--ridge", "auto")}     # the runs under mpiexec, their flags
 PEERS = ("abess", "l1+refit", "kbest+refit")
 METHODS = OS_FAMILY + PEERS
 BASELINE = "kbest+refit"
@@ -403,7 +406,11 @@ def fit_os(X, y, k, task, seed, **params):
     t0 = time.perf_counter()
     est.fit(X, y)
     assert est.loss_ == loss_name(task)
-    return own_model(est), est.support_, time.perf_counter() - t0, {"passes": est.n_passes_}
+    return own_model(est), est.support_, time.perf_counter() - t0, {"passes": est.n_passes_, "ridge": est.ridge_}
+
+
+def fit_os_ridge_auto(X, y, k, task, seed):
+    return fit_os(X, y, k, task, seed, ridge="auto")
 
 
 def fit_os_kdd16(X, y, k, task, seed):
@@ -541,8 +548,9 @@ def fit_kbest_refit(X, y, k, task, seed):
     return predict, support, time.perf_counter() - t0, {}
 
 
-def fit_os_mpi5(X, y, k, task, seed, *, X_test, y_test):
-    """``asyos.run`` under ``mpiexec -n 5`` on this fold, written to a temporary file."""
+def fit_os_mpi5(X, y, k, task, seed, *, X_test, y_test, extra=()):
+    """``asyos.run`` under ``mpiexec -n 5`` on this fold, written to a temporary file (``extra``: more
+    flags)."""
     tmp = tempfile.mkdtemp(prefix="asyos-fold-")
     try:
         if sp.issparse(X):
@@ -556,7 +564,7 @@ def fit_os_mpi5(X, y, k, task, seed, *, X_test, y_test):
             path = os.path.join(tmp, "fold.npz")
             np.savez(path, X_train=X, y_train=y, X_test=X_test, y_test=y_test)
         try:
-            record, command_s = run_asyos(["--data", path, "--budget", k, "--seed", seed], ranks=5)
+            record, command_s = run_asyos(["--data", path, "--budget", k, "--seed", seed, *extra], ranks=5)
         except SystemExit as exc:       # run_asyos reports a failed command this way
             raise RuntimeError(str(exc)) from None
     finally:
@@ -576,7 +584,8 @@ def fit_os_mpi5(X, y, k, task, seed, *, X_test, y_test):
         "loss": record["problem"].get("loss")}
 
 
-FITS = {"os": fit_os, "os-kdd16": fit_os_kdd16, "os-sim12": fit_os_sim12, "os-mpi5": fit_os_mpi5,
+FITS = {"os": fit_os, "os-ridge-auto": fit_os_ridge_auto, "os-kdd16": fit_os_kdd16, "os-sim12": fit_os_sim12,
+        "os-mpi5": fit_os_mpi5, "os-mpi5-ridge-auto": fit_os_mpi5,
         "b-arda": fit_b_arda, "ofsa": fit_ofsa, "abess": fit_abess, "l1+refit": fit_l1_refit,
         "kbest+refit": fit_kbest_refit}
 
@@ -592,7 +601,7 @@ def warm_up(methods, tasks):
         if task == "classification":
             y = sign(y)
         for method in methods:
-            if method == "os-mpi5":
+            if method in MPI_FLAGS:
                 continue
             try:
                 with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -608,7 +617,7 @@ def run_dataset(run, profile, name, X, y, source, notes):
     n, p = X.shape
     ks = budgets_for(profile["ks"], p)
     folds = folds_of(X, y, task, profile["folds"])
-    mpi_here = "os-mpi5" in profile["methods"] and name in profile["mpi_sets"]
+    mpi_here = bool(MPI_FLAGS.keys() & set(profile["methods"])) and name in profile["mpi_sets"]
     if mpi_here and profile["mpiexec"] is None:
         note(notes, name, "os-mpi5", "mpiexec not found (pip install 'asyos[mpi]')")
         mpi_here = False
@@ -619,10 +628,10 @@ def run_dataset(run, profile, name, X, y, source, notes):
         Xtr, ytr, Xte, yte = X[train], y[train], X[test], y[test]
         for k in ks:
             for method in profile["methods"]:
-                if method == "os-mpi5":
+                if method in MPI_FLAGS:
                     if not mpi_here or fold >= mpi_folds:
                         continue
-                    fn = lambda *a: fit_os_mpi5(*a, X_test=Xte, y_test=yte)  # noqa: E731
+                    fn = lambda *a, m=method: fit_os_mpi5(*a, X_test=Xte, y_test=yte, extra=MPI_FLAGS[m])  # noqa: E731
                 else:
                     fn = FITS[method]
                 if method in skipped:
@@ -635,7 +644,7 @@ def run_dataset(run, profile, name, X, y, source, notes):
                         warnings.simplefilter("always")
                         c0 = time.process_time()
                         predict, support, seconds, info = fn(Xtr, ytr, k, task, fold)
-                        cpu = None if method == "os-mpi5" else time.process_time() - c0
+                        cpu = None if method in MPI_FLAGS else time.process_time() - c0
                         pred = predict(Xte)
                 except Skip as why:
                     note(notes, name, method, str(why))
@@ -815,7 +824,7 @@ def label(name, summary):
 
 
 def draw(run, summary, methods):
-    markers = dict(zip(METHODS, "o^vDsPxh*"))
+    markers = dict(zip(METHODS, "o<^v>DsPxh*"))
     colors = {m: f"C{i}" for i, m in enumerate(METHODS)}        # the same in every panel
 
     def draw_fn(plt):
@@ -870,7 +879,7 @@ def report_from_logs(run, profile, paths):
     for meta in datasets.values():
         meta["ks"].sort()
     profile["folds"] = max((u["fold"] for u in units), default=-1) + 1
-    profile["mpi_sets"] = sorted({u["dataset"] for u in units if u["method"] == "os-mpi5"})
+    profile["mpi_sets"] = sorted({u["dataset"] for u in units if u["method"] in MPI_FLAGS})
     summary = summarise(units, datasets, methods)
     print_tables(summary, methods, profile)
     path = run.finish({"datasets": summary, "from_logs": list(paths), "baseline": BASELINE, "peers": list(PEERS)})

@@ -65,6 +65,7 @@ from ..trace import ObjectiveTrace
 from .mpi_messages import MessagesTransport
 from .mpi_node import NodeAggregatedTransport
 from .mpi_shared import SharedMemoryTransport, ranks_share_one_node
+from .ridge_pool import agree_on_ridge, chooses, offer
 from .supervisor import note_segments, shared_memory_segments, unlink_segments
 from .transport import (Backoff, Deadline, abort_job, agree_after_setup, ranks_oversubscribe_cores, wait_all,
                         wait_object)
@@ -126,6 +127,7 @@ def run_asy_os(config, comm):
     with phase(f"loading: the {n_workers} workers read their shards of {config.data or 'the synthetic problem'}"):
         everyone = agree_after_setup(comm, error, [setup.get("lipschitz", 0.0)], backoff, config.setup_timeout)
     lipschitz = float(everyone[:, 0].max())
+    setup["ridge"], setup["ridge_scores"] = agree_on_ridge(comm, config, setup, config.substitution_options(), backoff)
     oversubscribed = ranks_oversubscribe_cores(comm)
     backoff = Backoff(spin_seconds=0.0 if oversubscribed else 100e-6)
     setup["loaded_s"] = time.perf_counter() - t_start       # every rank has its data (rank 0 waited for them)
@@ -223,11 +225,13 @@ def _worker_setup(config, rank, n_workers):
     # compile or load the step before the timed phase (if this worker's run is long enough to use it), and
     # the compiled visits that the shared-memory transports run it in (mpi_shared.shared_batches)
     warm_up_kernels(kernel_backend(None, Worker.expected_steps(shard, options.worker_passes)), visits=True)
-    order = options.visit_order(shard, data.y, problem.loss)
+    gains = options.gains(shard, data.y, problem.loss) if options.variant == "exchange" else None
+    order = options.visit_order(shard, data.y, problem.loss, gains)
     return {
         "data": data, "shard": shard, "problem": problem, "plan": plan, "order": order, "read_before": read_before,
         "source": source,
         "warnings": notes,
+        "pool_offer": offer(problem, columns, gains) if chooses(config, problem, options) else None,
         "lipschitz": local_lipschitz(shard, problem.budget, problem.loss, config.seed, rank - 1, order),
     }
 
@@ -242,7 +246,8 @@ def _worker_main(config, comm, setup, lipschitz, backoff, transport, checkpoint=
         worker = checkpoint.take(WORKER_KIND, externals) if checkpoint is not None else None
         if worker is None:
             worker = make_worker(shard, data.y, problem.loss, plan.budgets[rank - 1], lipschitz,
-                                 config.substitution_options(), worker_id=rank - 1, slack=plan.slack,
+                                 config.substitution_options().with_ridge(setup["ridge"]), worker_id=rank - 1,
+                                 slack=plan.slack,
                                  n_workers=plan.n_workers, total_budget=plan.budget, order=setup["order"])
         u0 = None
         if config.resume:
@@ -418,7 +423,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
 
     problem = setup["problem"]
     loss, y, y_test = problem.loss, setup["y"], setup["y_test"]
-    options = config.substitution_options()
+    options = config.substitution_options().with_ridge(setup["ridge"])
     candidates = Candidates.from_parts([(f["selected"], f["weights"], f["columns"], f["offsets"], f["scales"],
                                          f["intercept"]) for f in finals], y.size)
     raw_columns = Candidates.gather([f["columns"] if f["raw_columns"] is None else f["raw_columns"] for f in finals],
@@ -460,6 +465,8 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
                 "shard_bytes_read": f["shard_bytes_read"]}
                for f in finals]
     extra = dict(
+        ridge=options.ridge,
+        ridge_scores=setup["ridge_scores"],
         n_workers=len(finals),
         staleness=staleness,
         push_staleness=central.push_staleness,

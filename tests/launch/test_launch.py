@@ -171,6 +171,30 @@ def test_global_budget_under_mpi_takes_a_budget_below_the_worker_count(tmp_path)
     assert record["budget_mode"] == "global" and 0 < len(record["selected"]) <= 2
 
 
+def test_ridge_auto_under_mpi_chooses_on_the_workers_offers_what_sequential_os_chooses(tmp_path):
+    """p >= 5 n: the workers offer their shards' best features, the central rank chooses the ridge on
+    the pool by cross-validation, every rank runs with it; the choice and its scores are sequential
+    OS's on all the columns, and the reported model is the ridge refit of the selected columns."""
+    from asyos import OnlineSubstitution, make_classification
+    from asyos.learners.refit import refit_with_intercept
+    from asyos.losses import get_loss
+    d = make_classification(n_features=2500, n_informative=8, n_samples=60, seed=3)
+    path = tmp_path / "few.npz"
+    np.savez(path, X=d.X, y=d.y)
+    rc, out, err, _ = asyos_run(4, "--data", str(path), "--budget", "10", "--ridge", "auto",
+                                "--output", str(tmp_path / "out"))
+    assert rc == 0, err
+    record = json.loads((tmp_path / "out" / "results.json").read_text())
+    seq = OnlineSubstitution(budget=10, ridge="auto").fit(d.X, d.y)
+    assert record["n_workers"] == 3 and record["ridge"] == seq.ridge_ > 0
+    # the same fits on the same pool; the columns' layout in memory may round their products differently
+    assert record["ridge_scores"] == pytest.approx({str(a): v for a, v in seq.ridge_scores_.items()}, rel=1e-9)
+    assert record["step_size"] == pytest.approx(0.5 / (record["lipschitz"] + record["ridge"]))
+    selected = np.asarray(record["selected"])
+    coef, b = refit_with_intercept(d.X[:, selected], d.y, get_loss("squared_hinge"), ridge=record["ridge"])
+    np.testing.assert_allclose(record["coef"], coef, rtol=1e-6, atol=1e-9)
+
+
 def test_a_ridge_under_mpi_penalises_the_workers_and_the_refit(tmp_path):
     """``--ridge`` reaches every rank: the reported model is the ridge refit of the selected columns
     (recomputed here from the synthetic problem), and the workers' steps are the penalised objective's."""

@@ -2,7 +2,8 @@
 
 Modules: ``online_substitution`` (the estimator, KDD'16 Alg. 1), ``asy_os`` (Alg. 2-3 in one process),
 ``substitution`` (one OS step on a retained set), ``kernels`` / ``_compiled_step`` (the compiled step),
-``step_size`` (``eta = 0.5 / L_F``), ``screening`` (the visit order of the exchange variant).
+``step_size`` (``eta = 0.5 / L_F``), ``screening`` (the visit order of the exchange variant), ``ridge_choice``
+(``ridge="auto"``: the ridge chosen by cross-validation when samples are few).
 """
 from ..spec import Family, algorithm
 
@@ -15,7 +16,7 @@ def os_kwargs(config, loss, budget):
                 fit_intercept=config.fit_intercept, scale=config.feature_scale, step_size=config.step_size,
                 step_divisor=config.step_divisor, decrease_check=config.decrease_check,
                 decrease_constant=config.decrease_constant, refit=config.refit, random_state=config.seed,
-                trace_every=config.resolved_trace_every, ridge=config.ridge)
+                trace_every=config.resolved_trace_every, ridge="auto" if config.ridge is None else config.ridge)
 
 
 def _build_os(config, loss, budget):

@@ -33,13 +33,21 @@ TRANSPORTS = ("shared-memory", "messages", "node-aggregated")
 CHECKPOINT_KIND = "asy-os-simulation"
 
 
-def build_workers(X, y, loss, plan, options, seed):
-    """The shards of ``plan`` (scaled as ``options`` say), the common ``L_F`` (maximum over the
-    shards' estimates) and one worker per shard with its budget; worker 0 owns the intercept."""
+def plan_shards(X, y, loss, plan, options):
+    """``(shards, gains)``: the shards of ``plan`` (scaled as ``options`` say) and their features'
+    marginal gains (the exchange variant's visit order; ``None`` for kdd16)."""
     columns = [plan.columns(w) for w in range(plan.n_workers)]
     # out of core (a ColumnMatrix) each shard reads its columns on demand; in memory it takes its slice
     shards = [options.shard(X if is_column_matrix(X) else X[:, cols], cols) for cols in columns]
-    orders = [options.visit_order(sh, y, loss) for sh in shards]
+    return shards, [options.gains(sh, y, loss) if options.variant == "exchange" else None for sh in shards]
+
+
+def build_workers(X, y, loss, plan, options, seed, shards=None):
+    """The shards of ``plan`` (``shards``: ``plan_shards``'s, when already made), the common ``L_F``
+    (maximum over the shards' estimates) and one worker per shard with its budget; worker 0 owns the
+    intercept."""
+    shards, gains = plan_shards(X, y, loss, plan, options) if shards is None else shards
+    orders = [options.visit_order(sh, y, loss, g) for sh, g in zip(shards, gains)]
     lipschitz = max(local_lipschitz(sh, plan.budget, loss, seed, w, order)
                     for w, (sh, order) in enumerate(zip(shards, orders)))
     workers = [make_worker(sh, y, loss, b, lipschitz, options, worker_id=w, slack=plan.slack,
@@ -173,18 +181,23 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
             shards = {f"shard{w}": options.shard(X if is_column_matrix(X) else X[:, plan.columns(w)], plan.columns(w))
                       for w in range(plan.n_workers)}
             saved = checkpoint.take(CHECKPOINT_KIND, shards)
+        scores = None
         if saved is None:
-            workers, lipschitz = build_workers(X, y, loss, plan, options, self.random_state)
+            shards = plan_shards(X, y, loss, plan, options)
+            options, scores = self._resolve_ridge(X, y, loss, options, [
+                (plan.columns(w), g) for w, g in enumerate(shards[1])])
+            workers, lipschitz = build_workers(X, y, loss, plan, options, self.random_state, shards)
             central, trace = self._central(X.shape[0], loss, y)
             threshold = plan.new_threshold()
         else:
             sim, lipschitz = saved["simulation"], saved["lipschitz"]
+            options, scores = options.with_ridge(saved["ridge"]), saved["ridge_scores"]
             workers, central, threshold, trace = sim.workers, sim.central, sim.threshold, sim.central.monitor
         if self.transport is None:
             shards = {f"shard{w}": worker.shard for w, worker in enumerate(workers)}
             between = None if checkpoint is None else (
-                lambda simulation: checkpoint.poll(CHECKPOINT_KIND, lambda: {"simulation": simulation,
-                                                                             "lipschitz": lipschitz},
+                lambda simulation: checkpoint.poll(CHECKPOINT_KIND, lambda: {
+                    "simulation": simulation, "lipschitz": lipschitz, "ridge": options.ridge, "ridge_scores": scores},
                                                    lambda: progress(simulation), shards))
 
             def progress(simulation):       # called only when a progress line or a checkpoint is due
@@ -221,6 +234,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         self.threshold_age_ = threshold.age if threshold is not None else None
         self._set_selection(X, y, loss, done.features, done.coef, done.intercept if options.fit_intercept else None,
                             ridge=options.ridge)
+        self.ridge_, self.ridge_scores_ = options.ridge, scores
         self.lipschitz_ = lipschitz
         self.step_size_ = workers[0].state.step_size
         self.n_steps_ = central.steps

@@ -26,6 +26,7 @@ differ; the tests compare both paths.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 from ...losses import LOSS_CODES as _ALL_CODES, SMOOTH_LOSSES
@@ -36,6 +37,21 @@ DIVERGED = -1
 AUTO_MIN_STEPS = 20_000
 
 _compiled = None
+_many_runs = 0          # > 0 inside ``many_runs``: ``auto`` counts every learner as long
+
+
+@contextlib.contextmanager
+def many_runs(total_steps: int):
+    """Within it, ``auto`` takes the compiled step for short learners too, when ``total_steps`` (the
+    steps of all the learners the caller will run in this process) repay its load: ``ridge="auto"``'s
+    cross-validation fits 12 learners of a few thousand steps each."""
+    global _many_runs
+    engaged = total_steps >= AUTO_MIN_STEPS
+    _many_runs += engaged
+    try:
+        yield
+    finally:
+        _many_runs -= engaged
 
 
 def backend(requested: str | None = None, expected_steps: int | None = None) -> str:
@@ -48,7 +64,7 @@ def backend(requested: str | None = None, expected_steps: int | None = None) -> 
         return "numpy"
     if choice == "auto":
         import importlib.util
-        short = expected_steps is not None and expected_steps < AUTO_MIN_STEPS
+        short = expected_steps is not None and expected_steps < AUTO_MIN_STEPS and not _many_runs
         if short or importlib.util.find_spec("numba") is None:
             return "numpy"
     if propose_kernel() is None:

@@ -4,7 +4,8 @@ Features arrive one at a time, in passes over the columns; at most ``budget`` ar
 ``O(n * budget)``). Each arrival is one step of ``SubstitutionState`` (see
 ``asyos.learners.substitution.substitution`` for the update rules and their equation numbers), taken by one
 ``Worker`` that owns every column and whose gradient point is its own ``u = X_S w_S + b``: the
-in-process loopback of the Asy-OS protocol (``asyos.protocol.loopback``), so sequential OS and Asy-OS share one code path.
+in-process loopback of the Asy-OS protocol (``asyos.protocol.loopback``), so sequential OS and Asy-OS
+share one code path.
 
 Two variants. ``"kdd16"`` is Alg. 1 literally: no intercept, the columns as given, the features
 in file order, KDD'16's step and substitution rule, a fixed number of passes. ``"exchange"`` (the
@@ -34,8 +35,10 @@ from ...protocol.central import Central
 from ...protocol.loopback import run_loopback
 from ...trace import ObjectiveTrace
 from ..base import BudgetedSelector
-from ..checks import check_positive_int
+from ..checks import check_positive_int, columns_dense
 from ..params import BOOLEAN, BUDGET, PASSES, SEED, Interval, Real, StrOptions, count, non_negative, positive, unit
+from .kernels import many_runs
+from .ridge_choice import choose_ridge, cross_validation_steps, engages, pool_size, top_features
 from .workers import (SubstitutionOptions, _nothing, check_objective, local_lipschitz, make_worker,
                       quiet_float_errors)
 
@@ -71,11 +74,14 @@ class OnlineSubstitution(BudgetedSelector):
         The paper's ``c`` in ``[0, 1]`` (kdd16 only; default 1).
     refit : bool
         Refit the loss on the selected features after selection (the paper evaluates so).
-    ridge : float
+    ridge : float or "auto"
         ``alpha >= 0`` (exchange variant): select and refit under ``loss + (alpha / 2) ||w||^2`` on the
         scaled columns (the newcomers' Newton weights, the substitution scores, the decrease check,
         the retained features' step and the refit all include it), so that features which fit a few
-        rows exactly are not worth their weight when samples are few. 0 (default): none.
+        rows exactly are not worth their weight when samples are few. 0 (default): none. ``"auto"``: 0
+        unless samples are few next to the features (``p >= 5 n``), where ``alpha`` is chosen from 0, 1
+        and 10 by cross-validation on the training rows (``asyos.learners.substitution.ridge_choice``,
+        which says why it is not the default).
     random_state : int
         Seeds the blocks sampled to estimate ``L_F``.
     trace_every : int
@@ -92,6 +98,8 @@ class OnlineSubstitution(BudgetedSelector):
     support_ : ndarray              selected feature indices, sorted
     loss_ : str                     the loss used (``auto`` resolved)
     selection_log_ : list of dict   every entry/exit: worker, step, pass, feature, event, weight
+    ridge_ : float                  the ``alpha`` selected and refit under (``ridge="auto"``: the chosen one)
+    ridge_scores_ : dict or None    ``ridge="auto"`` when it chose: each alpha's mean held-out loss
     step_size_, lipschitz_, n_steps_, n_passes_, fit_time_
     """
 
@@ -100,7 +108,8 @@ class OnlineSubstitution(BudgetedSelector):
         "variant": [StrOptions({"exchange", "kdd16"})], "fit_intercept": ["boolean", None],
         "scale": ["boolean", None], "step_size": [positive(), None],
         "step_divisor": [Interval(Real, 1, None, closed="left")], "decrease_check": BOOLEAN,
-        "decrease_constant": [unit(), None], "refit": BOOLEAN, "ridge": [non_negative()], "random_state": SEED,
+        "decrease_constant": [unit(), None], "refit": BOOLEAN,
+        "ridge": [non_negative(), StrOptions({"auto"})], "random_state": SEED,
         "trace_every": [count(0), StrOptions({"auto"})]}
 
     def __init__(self, budget=10, loss="auto", passes="auto", variant="exchange", fit_intercept=None, scale=None,
@@ -138,7 +147,11 @@ class OnlineSubstitution(BudgetedSelector):
             trace.record(central)
         self.trace_ = trace.as_dict() if trace is not None else None
 
-    def _options(self):
+    def _options(self, ridge=None):
+        """The run's ``SubstitutionOptions`` (``ridge``: the resolved alpha; default the parameter's,
+        0 for ``"auto"`` until ``_resolve_ridge`` has chosen)."""
+        if ridge is None:
+            ridge = 0.0 if isinstance(self.ridge, str) and self.ridge == "auto" else self.ridge
         for name in ("fit_intercept", "scale"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, (bool, np.bool_)):
@@ -147,7 +160,15 @@ class OnlineSubstitution(BudgetedSelector):
             raise InputError(f"passes must be an integer >= 1 or 'auto'; got {self.passes!r}")
         return SubstitutionOptions(self.passes, self.step_size, self.step_divisor, bool(self.decrease_check),
                                    self.decrease_constant, variant=self.variant, fit_intercept=self.fit_intercept,
-                                   scale=self.scale, ridge=self.ridge).validated()
+                                   scale=self.scale, ridge=ridge).validated()
+
+    def _resolve_ridge(self, X, y, loss, options, parts):
+        """``(options with the ridge to run under, scores)``: ``ridge="auto"`` chooses on the pool of the
+        features of largest gain (``parts``: ``(feature indices, gains)`` of each shard; ``ridge_choice``)."""
+        if not (isinstance(self.ridge, str) and self.ridge == "auto"):
+            return options, None
+        alpha, scores = choose_on_pool(X, y, loss, parts, self.budget, options, self.random_state)
+        return options.with_ridge(alpha), scores
 
     def fit(self, X, y, checkpoint=None):
         """Select ``budget`` features of ``X`` for ``y``. ``checkpoint`` (an
@@ -158,15 +179,20 @@ class OnlineSubstitution(BudgetedSelector):
         start = time.perf_counter()
         shard = options.shard(X)
         saved = checkpoint.take(CHECKPOINT_KIND, {"shard": shard}) if checkpoint is not None else None
+        scores = None
         if saved is None:
-            order = options.visit_order(shard, y, loss)
+            gains = options.gains(shard, y, loss) if options.variant == "exchange" else None
+            options, scores = self._resolve_ridge(X, y, loss, options, [(np.arange(shard.n_local), gains)])
+            order = options.visit_order(shard, y, loss, gains)
             lipschitz = local_lipschitz(shard, self.budget, loss, self.random_state, order=order)
             worker = make_worker(shard, y, loss, self.budget, lipschitz, options, order=order)
             central, trace = self._central(shard.n_samples, loss, y)
         else:
             worker, central, lipschitz = saved["worker"], saved["central"], saved["lipschitz"]
             trace = central.monitor
-        state = {"worker": worker, "central": central, "lipschitz": lipschitz}
+            options, scores = options.with_ridge(saved["ridge"]), saved["ridge_scores"]
+        state = {"worker": worker, "central": central, "lipschitz": lipschitz, "ridge": options.ridge,
+                 "ridge_scores": scores}
         between = None if checkpoint is None else \
             (lambda: checkpoint.poll(CHECKPOINT_KIND, lambda: state, progress, {"shard": shard}))
 
@@ -181,6 +207,7 @@ class OnlineSubstitution(BudgetedSelector):
         support, weights, intercept = worker.selection_in_units()
         self._set_selection(X, y, loss, support, weights, intercept if options.fit_intercept else None,
                             ridge=options.ridge)
+        self.ridge_, self.ridge_scores_ = options.ridge, scores
         self.lipschitz_ = lipschitz
         self.step_size_ = worker.state.step_size
         self.n_steps_ = worker.steps
@@ -188,3 +215,27 @@ class OnlineSubstitution(BudgetedSelector):
         self.selection_log_ = worker.log.as_dicts()
         self.fit_time_ = time.perf_counter() - start
         return self
+
+
+def choose_on_pool(X, y, loss, parts, budget, options, seed):
+    """``ridge="auto"`` (``ridge_choice``): ``(alpha, scores)``, chosen by cross-validation on the
+    ``pool_size`` features of largest gain (``parts``: each shard's ``(feature indices, gains)``), or
+    ``(0, None)`` where it does not engage."""
+    n, p = X.shape
+    if not engages(n, p, options.variant):
+        return 0.0, None
+    size = pool_size(p, budget)
+    pool = top_features(np.concatenate([i for i, _ in parts]), np.concatenate([g for _, g in parts]), size)
+    with many_runs(cross_validation_steps(size)):       # 12 short fits: the compiled step repays its load
+        return choose_ridge(columns_dense(X, pool), y, loss, pool_fitter(budget, loss, options, seed), seed)
+
+
+def pool_fitter(budget, loss, options, seed):
+    """``fit(X, y, alpha)``: sequential OS with ``options`` and ridge ``alpha`` (its refit included), the
+    fits ``ridge="auto"`` scores on held-out rows."""
+    def fit(X, y, alpha):
+        return OnlineSubstitution(budget=budget, loss=loss.name, passes=options.passes, variant=options.variant,
+                                  fit_intercept=options.fit_intercept, scale=options.scale,
+                                  step_size=options.step_size, step_divisor=options.step_divisor,
+                                  decrease_check=options.decrease_check, random_state=seed, ridge=alpha).fit(X, y)
+    return fit

@@ -44,4 +44,9 @@ def marginal_gains(shard, y, loss, intercept: bool) -> np.ndarray:
 
 def screening_order(shard, y, loss, intercept: bool) -> np.ndarray:
     """Local column indices by decreasing marginal gain (stable: equal gains keep column order)."""
-    return np.argsort(-marginal_gains(shard, y, loss, intercept), kind="stable")
+    return order_by_gain(marginal_gains(shard, y, loss, intercept))
+
+
+def order_by_gain(gains) -> np.ndarray:
+    """Indices by decreasing gain (stable: equal gains keep column order)."""
+    return np.argsort(-np.asarray(gains), kind="stable")

@@ -9,6 +9,7 @@ does): an MPI worker rank needs this and not the estimator, and importing scikit
 seconds without it in the workers)."""
 from __future__ import annotations
 
+import copy
 import warnings
 from dataclasses import dataclass
 from typing import Optional, Union
@@ -21,7 +22,7 @@ from ...data.shard import FeatureShard
 from ...errors import ConvergenceWarning, DivergenceError, InputError
 from ...protocol.worker import Worker
 from ..checks import check_positive_float, check_positive_int
-from .screening import screening_order
+from .screening import marginal_gains, order_by_gain, screening_order
 from .step_size import coupling, restricted_lipschitz, step_size_from_lipschitz
 from .substitution import VARIANTS
 
@@ -80,12 +81,25 @@ class SubstitutionOptions:
         check_positive_float(self.ridge, "ridge", inclusive=True)
         return self
 
-    def visit_order(self, shard, y, loss):
+    def visit_order(self, shard, y, loss, gains=None):
         """The order a worker offers its features in: by decreasing marginal gain (exchange,
-        ``asyos.learners.substitution.screening``), or ``None``, the file's (kdd16)."""
+        ``asyos.learners.substitution.screening``; ``gains``: the shard's, when already known), or
+        ``None``, the file's (kdd16)."""
         if self.variant != "exchange":
             return None
+        if gains is not None:
+            return order_by_gain(gains)
         return screening_order(shard, np.asarray(y, dtype=float), loss, self.fit_intercept)
+
+    def with_ridge(self, alpha):
+        """These options with ridge ``alpha`` (``ridge="auto"``'s choice)."""
+        out = copy.copy(self)
+        object.__setattr__(out, "ridge", float(alpha))
+        return out.validated()
+
+    def gains(self, shard, y, loss):
+        """The shard's marginal gains (``screening.marginal_gains``) under these options."""
+        return marginal_gains(shard, np.asarray(y, dtype=float), loss, self.fit_intercept)
 
     def shard(self, X, columns=None, hold=False, copy=True):
         """The shard of ``X``'s columns a worker learns on, scaled as the options say (centred
