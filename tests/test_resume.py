@@ -81,6 +81,22 @@ def test_the_simulator_resumes_bit_for_bit(settings, tmp_path):
         assert resumed.staleness_ == reference.staleness_
 
 
+@pytest.mark.parametrize("estimator", [OnlineSubstitution, AsyncOnlineSubstitution])
+def test_a_run_that_chose_its_ridge_resumes_with_that_ridge_bit_for_bit(estimator, tmp_path):
+    """``ridge="auto"`` chooses before the first step; the checkpoint keeps the choice and its scores."""
+    d = make_classification(n_samples=60, n_features=400, n_informative=6, seed=4)
+
+    def make():
+        return estimator(budget=6, ridge="auto", trace_every=40)
+
+    reference = make().fit(d.X, d.y)
+    assert reference.ridge_scores_ is not None
+    for k in (2, reference.n_steps_ // 2):
+        resumed = interrupted_then_resumed(make, d.X, d.y, int(k), str(tmp_path / "cp.pkl"))
+        same_fit(resumed, reference)
+        assert resumed.ridge_ == reference.ridge_ and resumed.ridge_scores_ == reference.ridge_scores_
+
+
 def test_a_run_interrupted_twice_still_ends_as_the_uninterrupted_one(tmp_path):
     X, y = PROBLEMS["regression"].X, PROBLEMS["regression"].y
     path = str(tmp_path / "cp.pkl")
