@@ -14,10 +14,9 @@ elsewhere ``alpha = 0``.
 
 Why it is an option and not the default: on 24 cells of p >> n sets (10 of the 11 sets of
 ``bench_real_selection.py --small-n``, all but the weak fingerprints, and arcene and dexter; k = 10 and
-50, 5-fold CV), OS's mean
-test accuracy was 0.747 with ``alpha = 0`` and 0.746 with ``auto`` (0.748 choosing from six alphas
-0-10, or by held-out accuracy; 0.806 had each fold taken its best alpha): the choice on 48-480
-training rows is too noisy to find the alpha that helps. It gained up to 0.10 (madelon's 100 rows,
+50, 5-fold CV), OS's mean test accuracy was 0.747 with ``alpha = 0`` and 0.746 with ``auto`` (0.748
+choosing among six alphas from 0 to 10, by held-out loss or accuracy; 0.806 had each fold taken its
+best alpha): the choice on 48-480 training rows is too noisy to find the alpha that helps. It gained up to 0.10 (madelon's 100 rows,
 farm_ads's 300) and lost up to 0.13 (arcene's 60 rows) and 0.10 on arcene at k = 50, where OS leads
 the batch selectors.
 
