@@ -171,16 +171,23 @@ def test_global_budget_under_mpi_takes_a_budget_below_the_worker_count(tmp_path)
     assert record["budget_mode"] == "global" and 0 < len(record["selected"]) <= 2
 
 
-def test_ridge_auto_under_mpi_chooses_on_the_workers_offers_what_sequential_os_chooses(tmp_path):
-    """p >= 5 n: the workers offer their shards' best features, the central rank chooses the ridge on
-    the pool by cross-validation, every rank runs with it; the choice and its scores are sequential
-    OS's on all the columns, and the reported model is the ridge refit of the selected columns."""
+@pytest.mark.parametrize("layout", ["npz", "column-store"])
+def test_ridge_auto_under_mpi_chooses_on_the_workers_offers_what_sequential_os_chooses(tmp_path, layout):
+    """p >= 5 n: the workers offer their shards' best features, the central rank reads the pool's columns
+    (from the file, or from a column store that each rank reads only in part) and chooses the ridge by
+    cross-validation, every rank runs with it; the choice and its scores are sequential OS's on all
+    the columns, and the reported model is the ridge refit of the selected columns."""
+    import subprocess
     from asyos import OnlineSubstitution, make_classification
     from asyos.learners.refit import refit_with_intercept
     from asyos.losses import get_loss
     d = make_classification(n_features=2500, n_informative=8, n_samples=60, seed=3)
     path = tmp_path / "few.npz"
-    np.savez(path, X=d.X, y=d.y)
+    np.savez(path, X=np.ascontiguousarray(d.X), y=d.y)        # row-major: the converter streams rows
+    if layout == "column-store":
+        columns = tmp_path / "columns"
+        subprocess.run([sys.executable, "-m", "asyos.convert", "-q", str(path), str(columns)], check=True, timeout=60)
+        path = columns
     rc, out, err, _ = asyos_run(4, "--data", str(path), "--budget", "10", "--ridge", "auto",
                                 "--output", str(tmp_path / "out"))
     assert rc == 0, err
