@@ -117,7 +117,7 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--ridge", type=_ridge, help="OS / Asy-OS (exchange): alpha >= 0 of a (alpha / 2) ||w||^2 on the "
                                                 "scaled columns in the selection and the refit (default 0: none), or "
                                                 "auto: 0 unless p >= 5 n, where alpha is chosen from 0, 1, 10 by "
-                                                "cross-validation on the training rows"),
+                                                "cross-validation on the training rows")
     _bool_flag(g, "refit", "refit on the selected features before evaluation (default on; --no-refit)")
     g.add_argument("--seed", type=int, help="seed of the synthetic data, the L_F estimate, the simulator's "
                                             "schedule, the learners' shuffles and DFLS's block (default 0): in one "

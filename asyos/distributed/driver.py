@@ -225,7 +225,7 @@ def _worker_setup(config, rank, n_workers):
     # compile or load the step before the timed phase (if this worker's run is long enough to use it), and
     # the compiled visits that the shared-memory transports run it in (mpi_shared.shared_batches)
     warm_up_kernels(kernel_backend(None, Worker.expected_steps(shard, options.worker_passes)), visits=True)
-    gains = options.gains(shard, data.y, problem.loss) if options.variant == "exchange" else None
+    gains = options.gains(shard, data.y, problem.loss)
     order = options.visit_order(shard, data.y, problem.loss, gains)
     return {
         "data": data, "shard": shard, "problem": problem, "plan": plan, "order": order, "read_before": read_before,

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..learners.checks import columns_dense
-from ..learners.substitution.ridge_choice import engages, pool_size, top_features
+from ..learners.substitution.ridge_choice import best_positions, engages, pool_size, top_features
 from ..progress import phase
 from .transport import agree_after_setup
 
@@ -29,7 +29,7 @@ def offer(problem, columns, gains) -> np.ndarray:
     """This worker's best ``pool_size`` features: their indices then their gains, padded with -1."""
     size = pool_size(problem.n_features, problem.budget)
     out = np.full(2 * size, -1.0)
-    keep = np.lexsort((columns, -gains))[:size]
+    keep = best_positions(columns, gains, size)
     out[:keep.size], out[size:size + keep.size] = np.asarray(columns)[keep], gains[keep]
     return out
 
@@ -65,13 +65,11 @@ def _central_choice(comm, offers, size, setup, options, seed):
 
 def _choose(setup, pool, options, seed):
     """The central rank's choice on ``pool``'s columns, read from the run's data."""
-    from ..learners.substitution.online_substitution import pool_fitter
-    from ..learners.substitution.ridge_choice import choose_ridge
+    from ..learners.substitution.online_substitution import choose_on_columns
     source, problem = setup["source"], setup["problem"]
     if getattr(source, "columnar", False):
         columns = columns_dense(source.lazy().X, pool)
     else:
         X = source.load(pool, with_test=False).X
         columns = columns_dense(X, np.arange(pool.size))
-    return choose_ridge(columns, setup["y"], problem.loss, pool_fitter(problem.budget, problem.loss, options, seed),
-                        seed)
+    return choose_on_columns(columns, setup["y"], problem.loss, problem.budget, options, seed)

@@ -39,7 +39,7 @@ def plan_shards(X, y, loss, plan, options):
     columns = [plan.columns(w) for w in range(plan.n_workers)]
     # out of core (a ColumnMatrix) each shard reads its columns on demand; in memory it takes its slice
     shards = [options.shard(X if is_column_matrix(X) else X[:, cols], cols) for cols in columns]
-    return shards, [options.gains(sh, y, loss) if options.variant == "exchange" else None for sh in shards]
+    return shards, [options.gains(sh, y, loss) for sh in shards]
 
 
 def build_workers(X, y, loss, plan, options, seed, shards=None):

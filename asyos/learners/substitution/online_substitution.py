@@ -147,11 +147,12 @@ class OnlineSubstitution(BudgetedSelector):
             trace.record(central)
         self.trace_ = trace.as_dict() if trace is not None else None
 
-    def _options(self, ridge=None):
-        """The run's ``SubstitutionOptions`` (``ridge``: the resolved alpha; default the parameter's,
-        0 for ``"auto"`` until ``_resolve_ridge`` has chosen)."""
-        if ridge is None:
-            ridge = 0.0 if isinstance(self.ridge, str) and self.ridge == "auto" else self.ridge
+    @property
+    def _auto_ridge(self) -> bool:
+        return isinstance(self.ridge, str) and self.ridge == "auto"
+
+    def _options(self):
+        """The run's ``SubstitutionOptions`` (the ridge 0 for ``"auto"`` until ``_resolve_ridge`` has chosen)."""
         for name in ("fit_intercept", "scale"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, (bool, np.bool_)):
@@ -160,12 +161,12 @@ class OnlineSubstitution(BudgetedSelector):
             raise InputError(f"passes must be an integer >= 1 or 'auto'; got {self.passes!r}")
         return SubstitutionOptions(self.passes, self.step_size, self.step_divisor, bool(self.decrease_check),
                                    self.decrease_constant, variant=self.variant, fit_intercept=self.fit_intercept,
-                                   scale=self.scale, ridge=ridge).validated()
+                                   scale=self.scale, ridge=0.0 if self._auto_ridge else self.ridge).validated()
 
     def _resolve_ridge(self, X, y, loss, options, parts):
         """``(options with the ridge to run under, scores)``: ``ridge="auto"`` chooses on the pool of the
         features of largest gain (``parts``: ``(feature indices, gains)`` of each shard; ``ridge_choice``)."""
-        if not (isinstance(self.ridge, str) and self.ridge == "auto"):
+        if not self._auto_ridge:
             return options, None
         alpha, scores = choose_on_pool(X, y, loss, parts, self.budget, options, self.random_state)
         return options.with_ridge(alpha), scores
@@ -181,7 +182,7 @@ class OnlineSubstitution(BudgetedSelector):
         saved = checkpoint.take(CHECKPOINT_KIND, {"shard": shard}) if checkpoint is not None else None
         scores = None
         if saved is None:
-            gains = options.gains(shard, y, loss) if options.variant == "exchange" else None
+            gains = options.gains(shard, y, loss)
             options, scores = self._resolve_ridge(X, y, loss, options, [(np.arange(shard.n_local), gains)])
             order = options.visit_order(shard, y, loss, gains)
             lipschitz = local_lipschitz(shard, self.budget, loss, self.random_state, order=order)
@@ -224,18 +225,19 @@ def choose_on_pool(X, y, loss, parts, budget, options, seed):
     n, p = X.shape
     if not engages(n, p, options.variant):
         return 0.0, None
-    size = pool_size(p, budget)
-    pool = top_features(np.concatenate([i for i, _ in parts]), np.concatenate([g for _, g in parts]), size)
-    with many_runs(cross_validation_steps(size)):       # 12 short fits: the compiled step repays its load
-        return choose_ridge(columns_dense(X, pool), y, loss, pool_fitter(budget, loss, options, seed), seed)
+    pool = top_features(np.concatenate([i for i, _ in parts]), np.concatenate([g for _, g in parts]),
+                        pool_size(p, budget))
+    return choose_on_columns(columns_dense(X, pool), y, loss, budget, options, seed)
 
 
-def pool_fitter(budget, loss, options, seed):
-    """``fit(X, y, alpha)``: sequential OS with ``options`` and ridge ``alpha`` (its refit included), the
-    fits ``ridge="auto"`` scores on held-out rows."""
+def choose_on_columns(columns, y, loss, budget, options, seed):
+    """``(alpha, scores)`` of ``ridge_choice.choose_ridge`` on the pool's raw ``columns`` (n x d), each fit
+    sequential OS with ``options`` and the ridge tried (its refit included); every way of running
+    chooses through here."""
     def fit(X, y, alpha):
         return OnlineSubstitution(budget=budget, loss=loss.name, passes=options.passes, variant=options.variant,
                                   fit_intercept=options.fit_intercept, scale=options.scale,
                                   step_size=options.step_size, step_divisor=options.step_divisor,
                                   decrease_check=options.decrease_check, random_state=seed, ridge=alpha).fit(X, y)
-    return fit
+    with many_runs(cross_validation_steps(columns.shape[1])):   # 12 short fits: the compiled step repays its load
+        return choose_ridge(columns, y, loss, fit, seed)

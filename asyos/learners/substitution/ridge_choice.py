@@ -16,9 +16,9 @@ Why it is an option and not the default: on 24 cells of p >> n sets (10 of the 1
 ``bench_real_selection.py --small-n``, all but the weak fingerprints, and arcene and dexter; k = 10 and
 50, 5-fold CV), OS's mean test accuracy was 0.747 with ``alpha = 0`` and 0.746 with ``auto`` (0.748
 choosing among six alphas from 0 to 10, by held-out loss or accuracy; 0.806 had each fold taken its
-best alpha): the choice on 48-480 training rows is too noisy to find the alpha that helps. It gained up to 0.10 (madelon's 100 rows,
-farm_ads's 300) and lost up to 0.13 (arcene's 60 rows) and 0.10 on arcene at k = 50, where OS leads
-the batch selectors.
+best alpha): the choice on 48-480 training rows is too noisy to find the alpha that helps. It
+gained up to 0.10 (madelon's 100 rows, farm_ads's 300) and lost up to 0.13 (arcene's 60 rows) and
+0.10 on arcene at k = 50, where OS leads the batch selectors.
 
 The cross-validation runs on a pool of the features, the ``pool_size(p, k)`` of largest marginal
 gain (``asyos.learners.substitution.screening``: the gain of each feature alone, the order OS visits
@@ -59,12 +59,15 @@ def cross_validation_steps(size: int) -> int:
     return len(RIDGE_GRID) * FOLDS * 3 * size
 
 
+def best_positions(indices, gains, size: int) -> np.ndarray:
+    """Positions of the ``size`` largest gains, largest first (equal gains: the lower index first)."""
+    return np.lexsort((np.asarray(indices), -np.asarray(gains, dtype=np.float64)))[:size]
+
+
 def top_features(indices, gains, size: int) -> np.ndarray:
     """The ``size`` features of largest gain (equal gains: the lower index first), sorted by index."""
     indices = np.asarray(indices, dtype=np.int64)
-    gains = np.asarray(gains, dtype=np.float64)
-    order = np.lexsort((indices, -gains))[:size]
-    return np.sort(indices[order])
+    return np.sort(indices[best_positions(indices, gains, size)])
 
 
 def inner_folds(y, task: str, folds: int, seed: int):

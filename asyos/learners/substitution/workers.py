@@ -98,7 +98,10 @@ class SubstitutionOptions:
         return out.validated()
 
     def gains(self, shard, y, loss):
-        """The shard's marginal gains (``screening.marginal_gains``) under these options."""
+        """The shard's marginal gains (``screening.marginal_gains``) under these options, or ``None``
+        for kdd16 (which visits in file order)."""
+        if self.variant != "exchange":
+            return None
         return marginal_gains(shard, np.asarray(y, dtype=float), loss, self.fit_intercept)
 
     def shard(self, X, columns=None, hold=False, copy=True):
