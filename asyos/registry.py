@@ -7,7 +7,7 @@ adding an algorithm to its family's list is what makes it reachable from ``--alg
 and tested.
 
 The family says how an algorithm is run (one process, the simulator, MPI ranks); the CLI looks
-the family's runner up in ``asyos.runners``. The runners are not stored here because the MPI
+the family's runner up in ``asyos.runs.runners``. The runners are not stored here because the MPI
 drivers themselves look algorithms up in this registry: the registry stays below them.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the automatic trace of an ``--output`` run costs (``asyos.trace``, ``every="auto"``, for ``run.png``).
+"""What the automatic trace of an ``--output`` run costs (``asyos.learners.trace``, ``every="auto"``, for ``run.png``).
 
 The same CLI run with ``--trace-every 0`` (no trace) and without it (the automatic trace), interleaved,
 ``seeds`` times each: sequential OS on a KDD'16 synthetic problem (``fit_s`` of the record) and Asy-OS

@@ -32,7 +32,7 @@ import zipfile
 import numpy as np
 
 from asyos.benchmarking.common import Run, choose_profile, parser, print_table
-from asyos.convert import _npy_header
+from asyos.cli.convert import _npy_header
 from asyos.data.io import open_source
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,7 +48,7 @@ def hwm():
         if line.startswith("VmHWM"):
             return int(line.split()[1]) * 1024
 import numpy, scipy.sparse, zipfile
-from asyos.convert import main
+from asyos.cli.convert import main
 base, t = hwm(), time.perf_counter()
 assert main(sys.argv[1:]) == 0
 print(time.perf_counter() - t, hwm() - base)

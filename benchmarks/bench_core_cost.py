@@ -28,9 +28,9 @@ from scipy.linalg.blas import daxpy
 from asyos.benchmarking.common import Run, choose_profile, parser, print_table, run_asyos
 from asyos.data.shard import FeatureShard
 from asyos.data.synthetic import SyntheticSource
-from asyos.protocol.central import Central
+from asyos.learners.protocol.central import Central
 from asyos.learners.substitution.workers import SubstitutionOptions, local_lipschitz, make_worker
-from asyos.protocol.loopback import run_loopback
+from asyos.learners.protocol.loopback import run_loopback
 from asyos.losses import get_loss
 
 PROFILES = {

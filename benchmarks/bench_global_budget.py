@@ -16,7 +16,7 @@ largest ``q`` both modes also run with ``tau = 0`` (the same budgets without sta
 separates the loss due to the split from the loss due to staleness).
 
 Then the pipelined message protocol replayed in-process on dedicated cores
-(``asyos.protocol.replay.replay``, deterministic; costs of this machine's order) at the
+(``asyos.learners.protocol.replay.replay``, deterministic; costs of this machine's order) at the
 largest ``q``, regression, for the global budget with ``slack`` in {1, 0.8, 0.7, 0.5, 0.3} and the
 split budget: there the workers see each other's weights one or two round trips late, and dropping
 exactly at ``theta`` (slack 1) makes the union of retained features oscillate; the table gives
@@ -49,11 +49,11 @@ import numpy as np
 from asyos.benchmarking.common import Run, choose_profile, fmt, mean_std, parser, plot, print_table
 
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution
-from asyos.protocol.replay import Costs, SimulatedClock, replay
-from asyos.protocol.central import Central
-from asyos.protocol.threshold import GlobalThreshold
+from asyos.learners.protocol.replay import Costs, SimulatedClock, replay
+from asyos.learners.protocol.central import Central
+from asyos.learners.protocol.threshold import GlobalThreshold
 from asyos.learners.substitution.asy_os import build_workers, gather_selection
-from asyos.protocol.plan import AsyOSPlan, worker_budgets
+from asyos.learners.protocol.plan import AsyOSPlan, worker_budgets
 from asyos.learners.substitution.workers import SubstitutionOptions
 from asyos.data.synthetic import SyntheticSource
 from asyos.losses import get_loss

@@ -195,7 +195,7 @@ elif kind == "parquet":
         nnz += X.nnz
     out["rows"], out["nnz"] = rows, nnz
 elif kind == "cli":                        # the command's main in this process (its __main__ ends the process)
-    from asyos.run import main
+    from asyos.cli.run import main
     sys.argv = ["asyos.run", "--data", path, *extra["args"]]
     try:
         out["status"] = main(sys.argv[1:])

@@ -7,7 +7,7 @@
    pushes over the asynchronous phase), the workers' staleness and, node-aggregated, the central
    rank's per-push staleness. All ranks share this machine's cores: the figures compare the
    transports' behaviour, not a cluster's speed.
-2. Projected: the discrete-event replay (``asyos.protocol.replay``) on dedicated cores, with costs
+2. Projected: the discrete-event replay (``asyos.learners.protocol.replay``) on dedicated cores, with costs
    measured at the start of this run (``asyos.benchmarking.calibration.measure_costs``; the network
    is this machine's shared-memory messages, an optimistic stand-in for a cluster's), for
    ``nodes x workers per node`` = 16 x 4 and 64 x 4 on a larger problem (p = 16384, s = 128, n by
@@ -33,9 +33,9 @@ from asyos.data.synthetic import SyntheticSource
 from asyos.learners.substitution.asy_os import build_workers
 from asyos.learners.substitution.workers import SubstitutionOptions
 from asyos.losses import get_loss
-from asyos.protocol.central import Central
-from asyos.protocol.plan import AsyOSPlan
-from asyos.protocol.replay import Costs, Machine, SimulatedClock, replay, sequential_time
+from asyos.learners.protocol.central import Central
+from asyos.learners.protocol.plan import AsyOSPlan
+from asyos.learners.protocol.replay import Costs, Machine, SimulatedClock, replay, sequential_time
 
 MEASURED = [                     # label, CLI flags, virtual nodes
     ("shared-memory, 1 node", ["--transport", "shared-memory"], 1),

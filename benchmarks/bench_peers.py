@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 
 from asyos.benchmarking.common import Run, choose_profile, fmt, mean_std, parser, print_table
-from asyos.process_stats import peak_rss_bytes
+from asyos.utils.process_stats import peak_rss_bytes
 
 PROFILES = {
     "paper": {"ps": [2_000, 20_000, 100_000], "s": 100, "seeds": 3, "timeout": 3600},

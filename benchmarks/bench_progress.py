@@ -1,7 +1,7 @@
 """What progress lines cost a fit: the plain ``fit(X, y)`` a run without progress makes, next to
 ``fit(X, y, checkpoint=ProgressPoller(...))`` the CLI makes when progress lines are wanted
-(``asyos.resume.poller_for``: a poll at each step of OS, before each chunk of rows of a
-sample-stream learner, and a line every ``asyos.progress.EVERY_S`` seconds, the objective computed
+(``asyos.records.resume.poller_for``: a poll at each step of OS, before each chunk of rows of a
+sample-stream learner, and a line every ``asyos.utils.progress.EVERY_S`` seconds, the objective computed
 only for a line), in the same run on the same data, interleaved; the lines go to a null stream.
 
 Cases: sequential OS on the KDD'16 synthetic regression problem (``p`` features, 3 passes), and
@@ -26,8 +26,8 @@ from asyos.benchmarking.common import Run, choose_profile, parser, print_table
 from asyos.data.synthetic import SyntheticSource
 from asyos.learners.stream.budgeted import BudgetedARDA
 from asyos.learners.substitution.online_substitution import OnlineSubstitution
-from asyos.logs import configure
-from asyos.progress import Progress, ProgressPoller
+from asyos.utils.logs import configure
+from asyos.utils.progress import Progress, ProgressPoller
 
 PROFILES = {
     "paper": {"os_p": 20000, "n_samples": 200000, "n_features": 10000, "nnz": 50, "seeds": 3},

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from asyos.benchmarking.common import Run, choose_profile, parser, print_table
-from asyos.checkpoint import Checkpointer
+from asyos.records.checkpoint import Checkpointer
 from asyos.learners.stream import resumable
 from asyos.learners.stream.budgeted import BudgetedARDA
 from asyos.learners.stream.sfsa import SFSA

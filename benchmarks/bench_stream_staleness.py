@@ -23,7 +23,7 @@ from asyos.benchmarking.common import (Run, choose_profile, datasets_dir, fmt, m
                                        sparse_stand_in)
 
 from asyos.data.io import load_dataset
-from asyos.distributed.stream_simulator import AsyncSampleStream
+from asyos.learners.stream.stream_simulator import AsyncSampleStream
 from asyos.learners.stream.stream_learners import all_stream_learners
 
 PROFILES = {

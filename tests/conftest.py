@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# no run.png from the runs of tests that are not about it (1-4 s each: asyos.report.pictures_wanted);
+# no run.png from the runs of tests that are not about it (1-4 s each: asyos.runs.report.pictures_wanted);
 # tests/test_report.py, tests/test_readme.py and the MPI launch test of the parallel fields turn it on
 os.environ.setdefault("ASYOS_PICTURE", "0")
 

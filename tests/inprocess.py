@@ -6,7 +6,7 @@ smoke run, 5.9 of bench_ecml.py's 10.8 s under ``cProfile``).
 What a fresh process would have and the test process has not is set up for the call and restored
 after it: ``sys.argv`` (the program name in messages), the environment and the working directory,
 Python's default warning filters and a ``showwarning`` that writes to stderr (pytest records
-warnings instead), and the ``asyos`` logger's handlers (``asyos.logs.configure`` binds one to the
+warnings instead), and the ``asyos`` logger's handlers (``asyos.utils.logs.configure`` binds one to the
 stderr of the call). Tests of what only a separate process shows (signals, exit by a signal,
 memory, standard input, an installed entry point) start a real one."""
 from __future__ import annotations

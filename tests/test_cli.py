@@ -178,7 +178,7 @@ def test_the_cli_and_the_estimators_share_their_defaults():
     """``python -m asyos.run`` builds the estimators with their own defaults (the loss it passes
     is the one "auto" resolves to from the labels)."""
     from asyos import AsyncOnlineSubstitution, OnlineSubstitution
-    from asyos.config import RunConfig
+    from asyos.runs.config import RunConfig
     from asyos.registry import get_algorithm
     config = RunConfig().validated()
     built = get_algorithm("os").build(config, "squared", 100)
@@ -322,7 +322,7 @@ def _umask():
 
 def test_prepare_output_dir_accepts_a_used_directory_to_resume(tmp_path):
     from asyos.errors import InputError
-    from asyos.results import prepare_output_dir
+    from asyos.records.results import prepare_output_dir
     (tmp_path / "results.json").write_text("{}")
     (tmp_path / "checkpoint.pkl").write_bytes(b"state")
     with pytest.raises(InputError, match="previous run's files"):
@@ -334,7 +334,7 @@ def test_prepare_output_dir_accepts_a_used_directory_to_resume(tmp_path):
 
 
 def test_atomic_file_leaves_the_old_file_when_writing_fails(tmp_path):
-    from asyos.results import atomic_file
+    from asyos.records.results import atomic_file
     path = tmp_path / "selection_log.csv"
     path.write_text("old\n")
     with pytest.raises(RuntimeError):
@@ -352,7 +352,7 @@ def test_a_namespace_import_of_the_package_does_not_fail_the_run(tmp_path):
     package without ``__version__``: the environment record raised ImportError after the fit."""
     package = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "asyos")
     script = (f"import sys, types\nns = types.ModuleType('asyos')\nns.__path__ = [{package!r}]\n"
-              f"sys.modules['asyos'] = ns\nfrom asyos.run import main\n"
+              f"sys.modules['asyos'] = ns\nfrom asyos.cli.run import main\n"
               f"sys.exit(main(['--n-features', '40', '--n-informative', '3', '--quiet',\n"
               f"               '--output', {str(tmp_path)!r}]))")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)

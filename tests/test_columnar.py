@@ -123,7 +123,7 @@ def test_a_sharded_read_touches_only_its_columns(tmp_path, rng, kind):
         # scipy.sparse is imported before the count: the reader imports it on a sparse file's first
         # block, and its modules' files are not the shard's bytes
         script = (f"import numpy as np, scipy.sparse, sys; sys.path.insert(0, {REPO!r})\n"
-                  "from asyos.data.io import open_source\nfrom asyos.process_stats import bytes_read\n"
+                  "from asyos.data.io import open_source\nfrom asyos.utils.process_stats import bytes_read\n"
                   f"columns = np.arange({index}, {p}, 3)\n"
                   f"before = bytes_read(); source = open_source({path!r}); block = source.file().block(columns)\n"
                   "print(bytes_read() - before, source.bytes_read, block.shape[0])")
@@ -308,7 +308,7 @@ def test_converted_files_read_back_through_the_column_readers(tmp_path, rng, fmt
     """``asyos.convert`` then ``open_source``: the same matrix, labels and test split as the source,
     and OS learns the same model from the converted file as from the arrays."""
     from sklearn.datasets import dump_svmlight_file
-    from asyos.convert import convert
+    from asyos.cli.convert import convert
     d = make_regression(n_samples=90, n_features=30, n_informative=3, seed=6)
     X = np.round(d.X, 6)
     X[np.abs(X) < 0.5] = 0.0                         # sparse enough for a CSC file to mean something

@@ -7,7 +7,7 @@ from sklearn.exceptions import NotFittedError
 import scipy.sparse as sp
 
 from asyos import make_classification, make_regression
-from asyos.config import RunConfig
+from asyos.runs.config import RunConfig
 from asyos.errors import InputError
 from asyos.registry import all_algorithms
 
@@ -37,7 +37,7 @@ def test_registry_names():
 
 def test_every_algorithm_has_a_family_and_every_family_a_runner():
     from asyos.registry import FAMILIES
-    from asyos.runners import RUNNERS, runner_for
+    from asyos.runs.runners import RUNNERS, runner_for
     assert set(RUNNERS) == set(FAMILIES)
     for spec in all_algorithms():
         assert spec.family in FAMILIES and callable(runner_for(spec).local)
@@ -52,7 +52,7 @@ def test_every_algorithm_has_a_family_and_every_family_a_runner():
 ])
 def test_a_one_process_runner_refuses_mpi_with_the_cli_message(algorithm, simulate, message):
     from asyos.registry import get_algorithm
-    from asyos.runners import runner_for
+    from asyos.runs.runners import runner_for
     config = RunConfig(algorithm=algorithm, simulate=simulate)
     with pytest.raises(InputError) as caught:
         runner_for(get_algorithm(algorithm))(config, comm=object())   # any comm: refused before it is used

@@ -2,9 +2,9 @@ import os
 
 import pytest
 
-from asyos.config import RunConfig, build_config, load_toml
+from asyos.runs.config import RunConfig, build_config, load_toml
 from asyos.errors import InputError
-from asyos.problem import open_data_source, resolve_problem
+from asyos.runs.problem import open_data_source, resolve_problem
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = os.path.join(REPO, "cluster_configs")

@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 import scipy.sparse as sp
 
-import asyos.convert as convert_mod
-from asyos.convert import main
+import asyos.cli.convert as convert_mod
+from asyos.cli.convert import main
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = "0.004"     # MB: groups of a few columns, chunks of a few rows
@@ -310,7 +310,7 @@ def hwm():
         if line.startswith("VmHWM"):
             return int(line.split()[1]) * 1024
 import numpy, scipy.sparse, zipfile
-from asyos.convert import main
+from asyos.cli.convert import main
 base = hwm()
 assert main(sys.argv[1:]) == 0
 print(base, hwm())

@@ -294,7 +294,7 @@ def test_a_shard_given_its_columns_scales_them_in_place_to_the_same_bits(rng):
 def test_a_generated_shard_gives_its_raw_columns_again_after_scaling_in_place():
     """Under mpiexec a worker scales a generated shard in place (``copy=False``) and drops ``X``; the raw
     columns of its selection, which the central rank refits on, are generated again: the same values."""
-    from asyos.distributed.driver import _raw_columns
+    from asyos.runs.mpi_run import _raw_columns
     source = SyntheticSource(n_features=300, seed=4)
     columns = shard_columns(300, 3, 1)
     kept = source.load(columns, with_test=False).X.copy()
@@ -409,7 +409,7 @@ def test_a_corrupt_npz_member_is_an_input_error_on_every_read_path(tmp_path, com
 def test_bad_libsvm_indices_are_refused_by_every_reader(tmp_path, line, message):
     """The in-memory load, the row stream and ``asyos.convert`` share the compiled reader: each refuses
     an index beyond int64 (an OverflowError before), negative, not an integer, or given twice on a line."""
-    from asyos.convert import main as convert
+    from asyos.cli.convert import main as convert
     path = tmp_path / "bad.svm"
     path.write_text(f"-1 3:1\n{line}\n1 2:1\n")
     with pytest.raises(InputError, match=message):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from asyos.errors import InputError
-from asyos.run_dfls import parse_block
+from asyos.runs.run_dfls import parse_block
 from test_cli import run
 
 SMALL = ["--algorithm", "dfls", "--n-samples", "300", "--n-features", "20", "--n-informative", "5"]

@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution, make_classification, make_regression
-from asyos.protocol.worker import MAX_AUTO_PASSES, MIN_AUTO_PASSES
+from asyos.learners.substitution.asy_worker import MAX_AUTO_PASSES, MIN_AUTO_PASSES
 from asyos.learners.substitution.workers import SubstitutionOptions, entry_scale, local_lipschitz
 from asyos.learners.substitution.screening import marginal_gains, screening_order
 from asyos.learners.substitution.step_size import restricted_lipschitz
@@ -235,12 +235,12 @@ def test_asy_os_finishes_with_an_exchange_run_over_the_candidates():
     d = make_classification(n_features=600, n_informative=15, n_samples=250, seed=8)
     model = AsyncOnlineSubstitution(budget=15, n_workers=6, refit=False).fit(d.X, d.y)
     assert model.finish_ == "exchange" and model.n_candidates_ > 15 and model.support_.size <= 15
-    from asyos.protocol.finish import Candidates
+    from asyos.learners.substitution.asy_finish import Candidates
     from asyos.learners.substitution.asy_os import build_workers
-    from asyos.protocol.central import Central
-    from asyos.protocol.threshold import GlobalThreshold
-    from asyos.protocol.simulator import simulate
-    from asyos.protocol.plan import AsyOSPlan, threshold_rank, worker_budgets
+    from asyos.learners.protocol.central import Central
+    from asyos.learners.protocol.threshold import GlobalThreshold
+    from asyos.learners.protocol.simulator import simulate
+    from asyos.learners.protocol.plan import AsyOSPlan, threshold_rank, worker_budgets
     budgets = worker_budgets(15, 6, "global")
     plan = AsyOSPlan.build(d.X.shape[1], 15, 6, budget_mode="global")
     workers, _ = build_workers(d.X, d.y, get_loss("squared_hinge"), plan, SubstitutionOptions(), 0)
@@ -271,7 +271,7 @@ def test_the_guard_halves_the_share_when_the_loss_at_a_read_doubles_and_never_gr
     """``Worker._guard``'s rule, step by step: the loss at a read above ``GUARD_GROWTH`` times the
     lowest since the last halving halves the share (of the entry weight and of the retained step),
     down to ``MIN_SHARE`` of where it started; a lower loss only lowers the reference."""
-    from asyos.protocol.worker import GUARD_GROWTH, MIN_SHARE
+    from asyos.learners.substitution.asy_worker import GUARD_GROWTH, MIN_SHARE
     from asyos.data.shard import FeatureShard
     from asyos.learners.substitution.workers import make_worker
     rng = np.random.default_rng(0)

@@ -527,7 +527,7 @@ def toml_value(value):
 
 
 def field_names():
-    from asyos.config import FIELD_TYPES
+    from asyos.runs.config import FIELD_TYPES
     return sorted(FIELD_TYPES)
 
 
@@ -577,7 +577,7 @@ def toml_files(draw):
 
 
 def typed_values(name):
-    from asyos.config import RunConfig
+    from asyos.runs.config import RunConfig
     hint = typing.get_type_hints(RunConfig)[name]
     base = next((a for a in typing.get_args(hint) if a is not type(None)), hint)
     if base is bool:
@@ -590,7 +590,7 @@ def typed_values(name):
 
 
 def well_typed(name, value):
-    from asyos.config import RunConfig
+    from asyos.runs.config import RunConfig
     hint = typing.get_type_hints(RunConfig)[name]
     base = next((a for a in typing.get_args(hint) if a is not type(None)), hint)
     if base is bool:
@@ -609,8 +609,8 @@ def test_toml_config_files(case):
     """Unknown keys, wrong types, tables other than [run], top-level keys next to [run], damaged or
     non-UTF-8 bytes: refused with one line. A well-typed file of known names may still be refused by
     the range checks of the configuration, never with another exception."""
-    from asyos.config import load_toml
-    from asyos.run import parse_config
+    from asyos.runs.config import load_toml
+    from asyos.cli.run import parse_config
     raw, well_formed, must_refuse = case
     with scratch() as tmp:
         path = os.path.join(tmp, "run.toml")
@@ -665,7 +665,7 @@ def test_malformed_inputs_end_the_cli_with_exit_2_and_one_line():
 @given(st.integers(0, 10 ** 6))
 def test_damaged_data_through_main_in_process(algorithm, seed):
     """``asyos.run.main`` in-process on a damaged .npz or libsvm file: 0 with finite results, or 2."""
-    from asyos.run import main
+    from asyos.cli.run import main
     rng = np.random.default_rng(seed)
     damaged = seed % 4 != 0                      # one in four is left valid: the run must then succeed
     with scratch() as tmp:

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from asyos import AsyncOnlineSubstitution, make_regression
-from asyos.protocol.central import Central
-from asyos.protocol.threshold import GlobalThreshold, worker_threshold
-from asyos.protocol.simulator import simulate
+from asyos.learners.protocol.central import Central
+from asyos.learners.protocol.threshold import GlobalThreshold, worker_threshold
+from asyos.learners.protocol.simulator import simulate
 from asyos.errors import InputError
 from asyos.learners.substitution.asy_os import build_workers
-from asyos.protocol.plan import AsyOSPlan, default_cap, worker_budgets
+from asyos.learners.protocol.plan import AsyOSPlan, default_cap, worker_budgets
 from asyos.learners.substitution.workers import SubstitutionOptions
 from asyos.learners.substitution.substitution import REJECT, SubstitutionState
 from asyos.losses import get_loss

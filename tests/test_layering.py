@@ -5,9 +5,11 @@ The graph is read from the source (the AST), not from ``sys.modules``: every ``i
 deferred import still ties the two modules together (it only hides the circle until run time).
 ``from pkg import name`` is an import of ``pkg.name`` when that is a module, else of ``pkg``.
 
-The rules: no import circles; only the CLI entry points import the CLI module ``asyos.run`` (the
-library is usable without it); the learners do not depend on the MPI/simulator code in
-``asyos.distributed``.
+The rules: no import circles; no import runs back up a layer (``LAYERS``, top to bottom: the command
+lines, the benchmarks they start, the run pipeline, MPI, a run's records, the registry of families, the
+learners, the data, and the core of losses, errors and console utilities); the protocol core imports no
+family of learners; only the CLI entry points import the CLI module ``asyos.cli.run`` (the library is
+usable without it); the package's top level holds at most ``MAX_TOP_LEVEL`` modules.
 """
 from __future__ import annotations
 
@@ -19,8 +21,26 @@ import pytest
 
 PACKAGE = "asyos"
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), PACKAGE)
-CLI = "asyos.run"
-CLI_ENTRY_POINTS = {"asyos.run", "asyos.__main__", "asyos.convert"}   # convert: its own command line
+CLI = "asyos.cli.run"
+# the ``python -m`` names: ``asyos.run``, ``asyos.convert`` and ``asyos.report`` hand on to ``asyos.cli``
+CLI_ENTRY_POINTS = {"asyos.run", "asyos.__main__", "asyos.cli.convert", "asyos.cli.predict", "asyos.cli.report"}
+MAX_TOP_LEVEL = 10
+# Top to bottom; a module imports its own layer and those below it, never one above. A name is a package
+# (its modules included) or a module.
+LAYERS = (
+    ("face and command lines", ("asyos", "asyos.__main__", "asyos.run", "asyos.convert", "asyos.report",
+                                "asyos.cli")),
+    ("benchmarks", ("asyos.benchmarking",)),
+    ("run pipeline", ("asyos.runs",)),
+    ("MPI", ("asyos.distributed",)),
+    ("records", ("asyos.records",)),
+    ("registry", ("asyos.registry",)),
+    ("learners", ("asyos.learners",)),
+    ("data", ("asyos.data",)),
+    ("core", ("asyos.errors", "asyos.losses", "asyos.truncation", "asyos.metrics", "asyos._env", "asyos.utils")),
+)
+FAMILIES = ("asyos.learners.substitution", "asyos.learners.stream", "asyos.learners.averages",
+            "asyos.learners.path", "asyos.learners.baselines")
 
 
 def module_files(root: str = ROOT, package: str = PACKAGE) -> dict[str, str]:
@@ -150,8 +170,8 @@ GRAPH = import_graph()
 
 def test_graph_sees_relative_function_level_and_from_imports():
     """The builder must see the kinds of import the rules are about, or the rules prove nothing."""
-    assert "asyos.errors" in GRAPH["asyos.run"]                  # from .errors import ... (top level)
-    assert "asyos.registry" in GRAPH["asyos.run"]                # from .registry import ... (in a function)
+    assert "asyos.errors" in GRAPH["asyos.cli.run"]              # from ..errors import ... (top level)
+    assert "asyos.registry" in GRAPH["asyos.cli.run"]            # from ..registry import ... (in a function)
     assert "asyos._env" in GRAPH["asyos"]                        # from . import _env (a module by name)
     assert "asyos.learners.stream.sample_stream" in GRAPH["asyos.learners.stream.ofs"]
 
@@ -172,6 +192,51 @@ def test_library_does_not_import_the_cli():
     assert not offenders, f"library modules import the CLI module {CLI}: {', '.join(offenders)}"
 
 
+def layer_of(module: str) -> int:
+    """The index in ``LAYERS`` of the layer a module belongs to (the longest name that holds it)."""
+    best, found = -1, None
+    for index, (_, names) in enumerate(LAYERS):
+        for name in names:
+            if (module == name or (name != PACKAGE and module.startswith(name + "."))) and len(name) > best:
+                best, found = len(name), index
+    assert found is not None, f"{module} is in no layer of LAYERS: place it"
+    return found
+
+
+def upward_imports(graph) -> list[str]:
+    return sorted(f"{m} ({LAYERS[layer_of(m)][0]}) -> {d} ({LAYERS[layer_of(d)][0]})"
+                  for m, deps in graph.items() for d in deps if layer_of(d) < layer_of(m))
+
+
+def test_every_module_has_a_layer():
+    for module in GRAPH:
+        layer_of(module)
+
+
+def test_no_import_runs_back_up_a_layer():
+    offenders = upward_imports(GRAPH)
+    assert not offenders, "imports that run back up a layer:\n  " + "\n  ".join(offenders)
+
+
+def test_the_layer_rule_sees_an_import_that_runs_back_up():
+    graph = {"asyos.learners.base": {"asyos.registry"}, "asyos.runs.config": {"asyos.learners.base"},
+             "asyos.registry": set()}
+    assert upward_imports(graph) == ["asyos.learners.base (learners) -> asyos.registry (registry)"]
+
+
+def test_the_protocol_core_imports_no_family():
+    """``asyos.learners.protocol`` is driven by the families (Asy-OS's workers, the sample-stream
+    simulator); it names none of them."""
+    offenders = sorted(f"{m} -> {d}" for m, deps in GRAPH.items() if m.startswith("asyos.learners.protocol")
+                       for d in deps if d.startswith(FAMILIES))
+    assert not offenders, "the protocol core imports a family:\n  " + "\n  ".join(offenders)
+
+
+def test_the_top_level_is_the_library_face():
+    modules = sorted(name for name in os.listdir(ROOT) if name.endswith(".py"))
+    assert len(modules) <= MAX_TOP_LEVEL, f"{len(modules)} modules at asyos/'s top level: {', '.join(modules)}"
+
+
 def _external_imports(path: str) -> set[str]:
     """Top-level names of the packages outside ``asyos`` that a file imports."""
     with open(path, encoding="utf-8") as fh:
@@ -186,12 +251,12 @@ def _external_imports(path: str) -> set[str]:
 
 
 def test_the_protocol_core_does_no_io():
-    """``asyos.protocol`` is plain objects and in-process schedulers: no MPI, nothing of
+    """``asyos.learners.protocol`` is plain objects and in-process schedulers: no MPI, nothing of
     ``asyos.distributed`` (which drives it across processes)."""
     modules = module_files()
-    offenders = sorted(f"{m} -> {d}" for m in modules if m.startswith("asyos.protocol")
+    offenders = sorted(f"{m} -> {d}" for m in modules if m.startswith("asyos.learners.protocol")
                        for d in GRAPH[m] if d.startswith("asyos.distributed"))
-    offenders += sorted(f"{m} -> mpi4py" for m, path in modules.items() if m.startswith("asyos.protocol")
+    offenders += sorted(f"{m} -> mpi4py" for m, path in modules.items() if m.startswith("asyos.learners.protocol")
                         and "mpi4py" in _external_imports(path))
     assert not offenders, "the protocol core reaches out:\n  " + "\n  ".join(offenders)
 
@@ -204,12 +269,12 @@ def test_learners_do_not_import_distributed():
 
 # -- who drives the Asy-OS protocol ------------------------------------------------------------
 # A scheduler is the only place that loops over a worker's steps: it calls ``Worker.propose`` (or its
-# compiled batches, ``visit_batch``/``visit_view``), or a link's ``step`` (``asyos.protocol.links``),
+# compiled batches, ``visit_batch``/``visit_view``), or a link's ``step`` (``asyos.learners.protocol.links``),
 # inside a loop. One loop per scheduler (the shared window's has a batched twin).
 SCHEDULER_LOOPS = {
-    "asyos.protocol.loopback": {"run_loopback"},                    # sequential OS, the finish
-    "asyos.protocol.simulator": {"Simulation.run"},                 # bounded staleness (KDD'16 Sec. 5.3)
-    "asyos.protocol.replay": {"_Simulation.run"},                   # every transport in simulated time
+    "asyos.learners.protocol.loopback": {"run_loopback"},                    # sequential OS, the finish
+    "asyos.learners.protocol.simulator": {"Simulation.run"},                 # bounded staleness (KDD'16 Sec. 5.3)
+    "asyos.learners.protocol.replay": {"_Simulation.run"},                   # every transport in simulated time
     "asyos.distributed.mpi_messages": {"MessagesTransport._each_step", "MessagesTransport._pipelined"},
     "asyos.distributed.mpi_shared": {"shared_steps", "shared_batches"},     # shared memory, node-aggregated
 }
@@ -281,8 +346,8 @@ def test_a_worker_rank_sets_up_without_importing_scikit_learn():
     import sys
     script = textwrap.dedent("""
         import sys
-        from asyos.run import parse_config
-        from asyos.distributed.driver import _worker_setup
+        from asyos.cli.run import parse_config
+        from asyos.runs.mpi_run import _worker_setup
         config = parse_config(["--n-features", "60", "--n-informative", "4"])
         setup = _worker_setup(config, rank=1, n_workers=2)
         assert setup["shard"].n_local == 32, setup["shard"].n_local     # blocks 0 and 2 of 16 columns

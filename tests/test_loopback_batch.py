@@ -10,12 +10,12 @@ import pytest
 import scipy.sparse as sp
 
 from asyos import OnlineSubstitution
-from asyos.checkpoint import Checkpointer, RunInterrupted
+from asyos.records.checkpoint import Checkpointer, RunInterrupted
 from asyos.data.synthetic import make_classification, make_regression
 from asyos.errors import DivergenceError
-from asyos.protocol import loopback
-from asyos.protocol.central import Central
-from asyos.protocol.worker import Worker
+from asyos.learners.protocol import loopback
+from asyos.learners.protocol.central import Central
+from asyos.learners.substitution.asy_worker import Worker
 from asyos.data.shard import FeatureShard
 from asyos.losses import get_loss
 

@@ -271,10 +271,10 @@ def test_the_intercept_step_is_zero_without_curvature():
 def test_the_kernel_cache_is_emptied_when_the_table_changes(tmp_path, monkeypatch):
     """numba keys a cached kernel on its own file only: ``refresh_cache`` empties a kernel module's
     cache when the table's fingerprint differs from the one recorded beside it, and only then."""
-    from asyos import _compiled_losses
+    from asyos.losses import compiled as _compiled_losses
     (tmp_path / "loss_probe.py").write_text(
         "import numba\n"
-        "from asyos import _compiled_losses\n"
+        "from asyos.losses import compiled as _compiled_losses\n"
         "from asyos.losses import dloss1\n\n\n"
         "@numba.njit(cache=True)\n"
         "def probe(code, y, u):\n"

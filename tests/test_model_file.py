@@ -1,4 +1,4 @@
-"""Model files (``--save-model FILE``, ``asyos.model_file``) and ``predict`` (``asyos.predict``): a model
+"""Model files (``--save-model FILE``, ``asyos.records.model_file``) and ``predict`` (``asyos.cli.predict``): a model
 kept by every kind of run predicts held-back data exactly as the fitted estimator does."""
 import csv
 import json
@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from asyos.model_file import FORMAT_VERSION, MAGIC, load_model
-from asyos.run import main
+from asyos.records.model_file import FORMAT_VERSION, MAGIC, load_model
+from asyos.cli.run import main
 from tests.conftest import REPO
 
 
@@ -115,7 +115,7 @@ def test_a_fresh_process_loads_the_model_and_predicts(split, tmp_path):
     root = split["root"]
     model = tmp_path / "m.model"
     assert cli("--data", root / "diabetes_train.npz", "--budget", 3, "--save-model", model, "-q") == 0
-    script = ("import sys, numpy as np\nfrom asyos.model_file import load_model\n"
+    script = ("import sys, numpy as np\nfrom asyos.records.model_file import load_model\n"
               "m = load_model(sys.argv[1]); X = np.load(sys.argv[2])['X']\n"
               "np.save(sys.argv[3], np.c_[m.predict(X), m.estimator.predict(X)])\n")
     env = dict(os.environ, PYTHONPATH=REPO)

@@ -8,10 +8,10 @@ import scipy.sparse as sp
 
 from asyos import OnlineSubstitution, make_classification, make_regression
 from asyos.data.shard import FeatureShard
-from asyos.protocol.central import Central
+from asyos.learners.protocol.central import Central
 from asyos.errors import InputError
 from asyos.learners.substitution.workers import SubstitutionOptions, local_lipschitz, make_worker
-from asyos.protocol.loopback import run_loopback
+from asyos.learners.protocol.loopback import run_loopback
 from asyos.losses import get_loss
 from asyos.metrics import recall
 

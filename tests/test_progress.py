@@ -1,4 +1,4 @@
-"""Progress lines on stderr (``asyos.progress``): shown with ``-v`` (stderr a file), not by default
+"""Progress lines on stderr (``asyos.utils.progress``): shown with ``-v`` (stderr a file), not by default
 there nor with ``-q``, throttled, naming what is done of what; never changing a result."""
 import json
 import re
@@ -6,9 +6,9 @@ import re
 import numpy as np
 import pytest
 
-from asyos.logs import configure
-from asyos.progress import ENV, Progress, ProgressPoller
-from asyos.run import main
+from asyos.utils.logs import configure
+from asyos.utils.progress import ENV, Progress, ProgressPoller
+from asyos.cli.run import main
 
 SMALL = ["--n-features", "1500", "--n-informative", "20", "--passes", "2", "--seed", "3"]
 
@@ -113,7 +113,7 @@ def test_tune_says_which_point_of_how_many_and_the_best_so_far(fast_lines, capsy
 
 
 def test_the_throttle_writes_at_most_one_line_per_interval(monkeypatch, capsys):
-    import asyos.progress as progress
+    import asyos.utils.progress as progress
     monkeypatch.setenv(ENV, "3600")
     configure(verbose=1)
     reporter = Progress("x", 10)
@@ -128,7 +128,7 @@ def test_the_throttle_writes_at_most_one_line_per_interval(monkeypatch, capsys):
 
 def test_a_phase_without_a_loop_says_it_is_still_working_unless_a_loop_does(monkeypatch, capsys):
     import time
-    from asyos.progress import phase
+    from asyos.utils.progress import phase
     monkeypatch.setenv(ENV, "0.05")
     configure(verbose=1)
     with phase("loading x"):

@@ -1,15 +1,15 @@
-"""The discrete-event replay (``asyos.protocol.replay``) against what it must reproduce."""
+"""The discrete-event replay (``asyos.learners.protocol.replay``) against what it must reproduce."""
 import numpy as np
 import pytest
 
 from asyos import OnlineSubstitution, make_regression
-from asyos.protocol.replay import Costs, SimulatedClock, replay, sequential_time
-from asyos.protocol.central import Central
+from asyos.learners.protocol.replay import Costs, SimulatedClock, replay, sequential_time
+from asyos.learners.protocol.central import Central
 from asyos.learners.substitution.asy_os import build_workers
-from asyos.protocol.plan import AsyOSPlan
+from asyos.learners.protocol.plan import AsyOSPlan
 from asyos.learners.substitution.workers import SubstitutionOptions
 from asyos.losses import get_loss
-from asyos.trace import ObjectiveTrace, first_reaching
+from asyos.learners.trace import ObjectiveTrace, first_reaching
 
 FREE = Costs(step_base_s=10e-6, step_per_retained_s=0.0, step_protocol_s=0.0, push_send_s=0.0, latency_s=0.0,
              bandwidth_bytes_per_s=float("inf"), central_service_s=0.0)
@@ -94,9 +94,9 @@ def test_faster_messages_reach_a_threshold_sooner(problem):
 def test_replay_runs_the_global_budget_as_under_mpi(problem):
     """Pushes carry the retained weights, replies the others' top |w|: the selection is cut to s,
     u_C is the sum of the workers' contributions, and one worker is sequential OS."""
-    from asyos.protocol.threshold import GlobalThreshold
+    from asyos.learners.protocol.threshold import GlobalThreshold
     from asyos.learners.substitution.asy_os import gather_selection
-    from asyos.protocol.plan import worker_budgets
+    from asyos.learners.protocol.plan import worker_budgets
     d = problem
     seq = OnlineSubstitution(budget=12, passes=2, refit=False).fit(d.X, d.y)
     for q in (1, 4):

@@ -5,9 +5,10 @@ import sys
 import numpy as np
 import pytest
 
-from asyos import report
-from asyos.run import main
-from asyos.trace import AUTO_MAX_ROWS, ObjectiveTrace, StreamTrace
+from asyos.cli.report import main as report_command
+from asyos.runs import report
+from asyos.cli.run import main
+from asyos.learners.trace import AUTO_MAX_ROWS, ObjectiveTrace, StreamTrace
 
 SMALL = ["--n-features", "300", "--n-informative", "10", "--passes", "2"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -72,7 +73,7 @@ def test_a_simulated_sample_stream_run_draws_its_staleness(tmp_path, capsys):
     assert isinstance(record["staleness"]["histogram"], dict)
     assert_png(tmp_path / "run.png")
     assert "staleness" in panels_of(tmp_path)
-    assert report.main([str(tmp_path)]) == 0
+    assert report_command([str(tmp_path)]) == 0
 
 
 def test_b_arda_in_memory_and_from_a_file_trace_learning_and_selection(tmp_path, capsys):
@@ -127,11 +128,11 @@ def test_report_redraws_a_finished_run(tmp_path, capsys):
     status, _, err = run_cli([*SMALL, "--output", str(tmp_path), "--quiet"], capsys)
     assert status == 0, err
     (tmp_path / "run.png").unlink()
-    assert report.main([str(tmp_path)]) == 0
+    assert report_command([str(tmp_path)]) == 0
     assert_png(tmp_path / "run.png")
-    assert report.main([str(tmp_path), "--output", str(tmp_path / "other.png")]) == 0
+    assert report_command([str(tmp_path), "--output", str(tmp_path / "other.png")]) == 0
     assert_png(tmp_path / "other.png")
-    assert report.main([str(tmp_path / "nothing")]) == 2
+    assert report_command([str(tmp_path / "nothing")]) == 2
     assert "no results.json" in capsys.readouterr().err
 
 
@@ -144,7 +145,7 @@ def test_without_matplotlib_the_run_succeeds_with_one_line(tmp_path, capsys, mon
     assert not (tmp_path / "run.png").exists() and "picture:" not in out
     lines = [line for line in err.splitlines() if "picture" in line]
     assert lines == ["asyos: no picture drawn: matplotlib is not installed (pip install 'asyos[plot]')"]
-    assert report.main([str(tmp_path)]) == 2
+    assert report_command([str(tmp_path)]) == 2
     assert "pip install 'asyos[plot]'" in capsys.readouterr().err
 
 
@@ -214,7 +215,7 @@ def test_the_automatic_trace_keeps_few_rows_however_long_the_run():
 
 
 def test_the_automatic_trace_does_not_change_the_fit(tmp_path):
-    from asyos.checkpoint import Checkpointer
+    from asyos.records.checkpoint import Checkpointer
     from asyos.data.synthetic import make_classification, make_regression
     from asyos.learners.stream.budgeted import BudgetedARDA
     from asyos.learners.substitution.asy_os import AsyncOnlineSubstitution

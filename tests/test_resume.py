@@ -1,4 +1,4 @@
-"""Checkpoints and resume (``asyos.checkpoint``, ``asyos.resume``): the file format and its checks,
+"""Checkpoints and resume (``asyos.records.checkpoint``, ``asyos.records.resume``): the file format and its checks,
 sequential OS and the staleness simulator interrupted at seeded random steps and resumed equal to
 the uninterrupted run bit for bit, and the CLI stopped by SIGTERM and continued with ``--resume``."""
 import json
@@ -16,7 +16,7 @@ from tests.conftest import REPO
 from tests.inprocess import run_asyos
 
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution, make_classification, make_regression
-from asyos.checkpoint import FORMAT, Checkpointer, RunInterrupted, check_header, read_header
+from asyos.records.checkpoint import FORMAT, Checkpointer, RunInterrupted, check_header, read_header
 from asyos.errors import InputError
 
 PROBLEMS = {
@@ -281,8 +281,8 @@ def test_resume_refusals(tmp_path, finished_run, args, message):
 
 
 def test_a_checkpoint_of_changed_data_is_refused(tmp_path):
-    from asyos.resume import run_identity
-    from asyos.config import RunConfig
+    from asyos.records.resume import run_identity
+    from asyos.runs.config import RunConfig
     data = tmp_path / "d.npz"
     np.savez(data, X=np.ones((5, 3)), y=np.ones(5))
     before = run_identity(RunConfig(data=str(data)))
@@ -292,8 +292,8 @@ def test_a_checkpoint_of_changed_data_is_refused(tmp_path):
 
 
 def test_the_saved_settings_name_the_data_by_absolute_path(tmp_path, monkeypatch):
-    from asyos.config import RunConfig
-    from asyos.resume import resume_settings, save_run_config
+    from asyos.runs.config import RunConfig
+    from asyos.records.resume import resume_settings, save_run_config
     monkeypatch.chdir(tmp_path)
     np.savez(tmp_path / "d.npz", X=np.ones((5, 3)), y=np.ones(5))
     save_run_config(RunConfig(data="d.npz", output=str(tmp_path / "out")) if os.makedirs(tmp_path / "out") is None
@@ -307,7 +307,7 @@ def test_a_signal_caught_inside_a_callback_from_c_is_raised_once_back_in_python(
     """A stop signal whose handler runs inside a callback from C (numba's object cache, called by
     llvmlite through ctypes) would have its RunInterrupted printed and dropped there: it is
     delivered again a moment later, and raised in the code that propagates it."""
-    from asyos.checkpoint import StopSignals
+    from asyos.records.checkpoint import StopSignals
     namespace = {}
     exec(compile("import sys\ndef callback(handle):\n    handle(sys._getframe())\n",
                  os.path.join(os.sep, "site-packages", "llvmlite", "binding", "executionengine.py"), "exec"),
@@ -327,7 +327,7 @@ def test_a_signal_caught_inside_a_callback_from_c_is_raised_once_back_in_python(
 
 LATE_COPY = """
 import os, signal, sys, time
-import asyos.checkpoint as C
+import asyos.records.checkpoint as C
 C.StopSignals.install()
 C.StopSignals.polling = 1                      # inside a loop: the request is recorded
 os.kill(os.getpid(), signal.SIGTERM)

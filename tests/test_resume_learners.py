@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from asyos import make_classification, make_regression
-from asyos.checkpoint import Checkpointer, RunInterrupted
-from asyos.distributed.stream_simulator import AsyncSampleStream
+from asyos.records.checkpoint import Checkpointer, RunInterrupted
+from asyos.learners.stream.stream_simulator import AsyncSampleStream
 from asyos.learners.stream import ALGORITHMS
 from asyos.learners.stream import resumable
 from tests.inprocess import run_asyos
@@ -176,7 +176,7 @@ def write_libsvm(path, n, p, nnz, seed, classification=True):
                          ids=["plain", "forget-sample", "forget-batch"])
 def test_running_averages_resume_bit_for_bit(settings, tmp_path):
     from asyos.data.io import open_source
-    from asyos.distributed.accumulate import accumulate
+    from asyos.runs.accumulate import accumulate
     source = open_source(write_libsvm(str(tmp_path / "a.svm"), 700, 40, 6, seed=len(settings),
                                       classification=False), None)
 
@@ -198,26 +198,26 @@ def test_running_averages_resume_bit_for_bit(settings, tmp_path):
 def test_dfls_resumes_after_a_phase_or_a_fista_iteration(direction, params, tmp_path, monkeypatch):
     """The CLI's five phases (``run_dfls`` in this process), stopped at seeded polls (after a phase,
     or, for the group lasso, between two FISTA iterations of a solve), then resumed."""
-    import asyos.resume
-    from asyos.config import build_config
-    from asyos.run_dfls import run_dfls
+    import asyos.records.resume
+    from asyos.runs.config import build_config
+    from asyos.runs.run_dfls import run_dfls
     flags = {"algorithm": "dfls", "n_samples": 150, "n_features": 24, "n_informative": 5, "seed": 3,
              "quiet": True, f"{direction}_features": "25%", "params": params}
-    real = asyos.resume.checkpointer_for
+    real = asyos.records.resume.checkpointer_for
     made = []
 
     def results(output, stop_after=None, resume=False):
         config = build_config({**flags, "output": output, "resume": resume}, {})
 
         def checkpointer(c):
-            made.append(Checkpointer(asyos.resume.checkpoint_path(c), None, asyos.resume.run_identity(c),
+            made.append(Checkpointer(asyos.records.resume.checkpoint_path(c), None, asyos.records.resume.run_identity(c),
                                      resume=resume, stop_after=stop_after))
             return made[-1]
-        monkeypatch.setattr(asyos.resume, "checkpointer_for", checkpointer)
+        monkeypatch.setattr(asyos.records.resume, "checkpointer_for", checkpointer)
         try:
             run_dfls(config)
         finally:
-            monkeypatch.setattr(asyos.resume, "checkpointer_for", real)
+            monkeypatch.setattr(asyos.records.resume, "checkpointer_for", real)
         with open(os.path.join(output, "results.json")) as fh:
             return json.load(fh)
 

@@ -3,11 +3,11 @@ import numpy as np
 
 from asyos import make_regression
 from asyos.data.shard import FeatureShard
-from asyos.protocol.central import Central, staleness_summary
+from asyos.learners.protocol.central import Central, staleness_summary
 from asyos.learners.substitution.asy_os import build_workers
-from asyos.protocol.plan import AsyOSPlan
+from asyos.learners.protocol.plan import AsyOSPlan
 from asyos.learners.substitution.workers import SubstitutionOptions, make_worker
-from asyos.protocol.loopback import run_loopback
+from asyos.learners.protocol.loopback import run_loopback
 from asyos.losses import get_loss
 
 

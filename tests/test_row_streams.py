@@ -1,5 +1,5 @@
 """Row streams: the compiled libsvm block reader (files, .gz, stdin), Parquet row groups, and the
-sample-stream learners learning from a file as it is read (``asyos.stream_run``)."""
+sample-stream learners learning from a file as it is read (``asyos.runs.stream_run``)."""
 import gzip
 import json
 import os
@@ -221,7 +221,7 @@ def run_cli(args, tmp_path, stdin=None, name="out"):
 
 
 def _in_memory(X, y, chunk, passes, budget):
-    from asyos.config import RunConfig
+    from asyos.runs.config import RunConfig
     from asyos.registry import get_algorithm
     config = RunConfig(algorithm="b-arda", budget=budget, passes=passes).validated()
     est = get_algorithm("b-arda").build(config, "squared_hinge", budget)
@@ -303,14 +303,14 @@ def hwm():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
-import numpy as np, scipy.sparse as sp, sklearn, asyos.stream_run, asyos.data.libsvm as L
+import numpy as np, scipy.sparse as sp, sklearn, asyos.runs.stream_run, asyos.data.libsvm as L
 from asyos.learners.stream.budgeted import BudgetedARDA
 line = bytearray(b"1 1:1 2:2\\n")
 L.parse_bytes(line, len(line), True, 0, -1, "warm")
 L.parse_bytes(line, len(line), False, 0, -1, "warm")
 BudgetedARDA(budget=1, passes=1).partial_fit(sp.random(10, 5, density=0.5, format="csr"), np.arange(10) % 2 * 2 - 1.0)
 before = hwm()
-from asyos.run import main
+from asyos.cli.run import main
 status = main(sys.argv[1:])
 print("PEAK", before, hwm(), status)
 """

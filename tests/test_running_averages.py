@@ -366,9 +366,9 @@ def test_forgetting_tracks_a_drifting_model():
 def test_streamed_cli_run_reports_progress_and_saves_the_averages(tmp_path, monkeypatch):
     import io
     import json
-    from asyos.logs import configure
-    from asyos.progress import Progress
-    from asyos.run import main
+    from asyos.utils.logs import configure
+    from asyos.utils.progress import Progress
+    from asyos.cli.run import main
     X, y, truth = thesis_data(900, p=50, k=5, seed=12)
     path = tmp_path / "d.npz"
     np.savez(path, X=X, y=y)
@@ -388,7 +388,7 @@ def test_streamed_cli_run_reports_progress_and_saves_the_averages(tmp_path, monk
 
 
 def test_cli_refuses_what_running_averages_do_not_have(capsys):
-    from asyos.run import main
+    from asyos.cli.run import main
     assert main(["--algorithm", "ofsa", "--simulate"]) == 2
     assert "--simulate and --tune do not apply" in capsys.readouterr().err
 

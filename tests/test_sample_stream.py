@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from asyos.distributed.stream_simulator import AsyncSampleStream, worker_streams
+from asyos.learners.stream.stream_simulator import AsyncSampleStream, worker_streams
 from asyos.errors import InputError
 from asyos.learners.stream.budgeted import AdaptiveTruncation, BudgetedAMD, BudgetedARDA
 from asyos.learners.stream.l1 import L1ARDA, OPG, RDA, AdaFOBOS

@@ -1,15 +1,15 @@
-"""Invariants of the staleness simulator (``asyos.protocol.simulator``)."""
+"""Invariants of the staleness simulator (``asyos.learners.protocol.simulator``)."""
 import numpy as np
 import pytest
 
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution, make_regression
 from asyos.data.shard import FeatureShard
 from asyos.data.sharding import shard_columns, split_budget
-from asyos.protocol.central import Central
-from asyos.protocol.simulator import simulate
+from asyos.learners.protocol.central import Central
+from asyos.learners.protocol.simulator import simulate
 from asyos.errors import InputError
 from asyos.learners.substitution.asy_os import build_workers
-from asyos.protocol.plan import AsyOSPlan
+from asyos.learners.protocol.plan import AsyOSPlan
 from asyos.learners.substitution.workers import SubstitutionOptions, make_worker
 from asyos.losses import get_loss
 
@@ -109,8 +109,8 @@ class CountingWorker:
             self.done = True
             return None
         self.reads.append((version, u.copy()))
-        from asyos.protocol.wire import PUSH_STEPS, push_buffer
-        from asyos.protocol.worker import Push
+        from asyos.learners.protocol.wire import PUSH_STEPS, push_buffer
+        from asyos.learners.substitution.asy_worker import Push
         n = u.shape[0]
         buffer = push_buffer(n)                      # the wire layout: delta, then the header
         buffer[self.index] = 1.0
@@ -157,7 +157,7 @@ def test_workers_stop_once_the_data_are_fitted(monkeypatch):
     features a worker lets the workers' union reach the budget; the default, 36 here, stops short of it
     and of the exact fit.)"""
     from asyos import make_classification
-    from asyos.protocol import worker as W
+    from asyos.learners.substitution import asy_worker as W
     d = make_classification(n_features=2000, n_informative=10, n_samples=80, seed=2)
 
     def fit():
@@ -176,7 +176,7 @@ def test_workers_stop_when_their_pass_no_longer_moves_the_loss(monkeypatch):
     """Two workers whose changes only trade noise features against each other's moves stop once a
     pass moved the loss at ``u_C`` by less than ``QUIET_GAIN`` of itself: a pass fewer than without
     that rule, for the same selection and objective."""
-    from asyos.protocol import worker as W
+    from asyos.learners.substitution import asy_worker as W
     d = make_regression(n_features=6000, n_informative=40, seed=1)
 
     def fit():

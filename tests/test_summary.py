@@ -1,5 +1,5 @@
 """The printed summary is honest: the command's wall time with its phases named, and staleness with
-its unit and a readable distribution (``asyos.timing``, ``asyos.summary.staleness_line``)."""
+its unit and a readable distribution (``asyos.utils.timing``, ``asyos.runs.summary.staleness_line``)."""
 import json
 import subprocess
 import sys
@@ -8,9 +8,9 @@ import time
 import numpy as np
 import pytest
 
-from asyos.protocol.central import staleness_summary
-from asyos.summary import staleness_line
-from asyos.timing import command_timing, describe, process_start_epoch
+from asyos.learners.protocol.central import staleness_summary
+from asyos.runs.summary import staleness_line
+from asyos.utils.timing import command_timing, describe, process_start_epoch
 
 
 def test_staleness_line_names_unit_percentiles_and_tail():

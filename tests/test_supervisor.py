@@ -30,7 +30,7 @@ SCRIPT = textwrap.dedent("""
         while True:
             time.sleep(1)
     if mode == "slow-stop":                                # takes the signal up, then needs a while to stop
-        from asyos.checkpoint import StopSignals
+        from asyos.records.checkpoint import StopSignals
         StopSignals.install(supervisor.note_stopping)
         StopSignals.polling = 1                            # as inside a loop: the request is recorded
         print("child ready", flush=True)

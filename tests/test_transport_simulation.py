@@ -1,4 +1,4 @@
-"""The transports simulated in one process (``asyos.protocol.replay``): the engine's own worker and
+"""The transports simulated in one process (``asyos.learners.protocol.replay``): the engine's own worker and
 central objects moved in simulated time, as ``--simulate --transport X`` runs them."""
 import numpy as np
 import pytest
@@ -8,9 +8,9 @@ from asyos.errors import InputError
 from asyos.learners.substitution.asy_os import build_workers
 from asyos.learners.substitution.workers import SubstitutionOptions
 from asyos.losses import get_loss
-from asyos.protocol.central import Central
-from asyos.protocol.plan import AsyOSPlan
-from asyos.protocol.replay import DEFAULT_COSTS, Machine, SimulatedClock, _Cpu, replay
+from asyos.learners.protocol.central import Central
+from asyos.learners.protocol.plan import AsyOSPlan
+from asyos.learners.protocol.replay import DEFAULT_COSTS, Machine, SimulatedClock, _Cpu, replay
 
 TRANSPORTS = [("shared-memory", {}), ("messages", {"push_mode": "pipelined"}),
               ("messages", {"push_mode": "each-step"}), ("node-aggregated", {"nodes": 2})]

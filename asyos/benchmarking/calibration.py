@@ -1,6 +1,6 @@
 """Costs of the Asy-OS engine on this machine, measured for the simulator and the projection.
 
-``measure_costs`` gives the fields of ``asyos.protocol.replay.Costs``; ``measure_quantum`` the
+``measure_costs`` gives the fields of ``asyos.learners.protocol.replay.Costs``; ``measure_quantum`` the
 scheduler's turn when more processes spin than there are cores (``replay.Machine``).
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _spin(seconds):
 
 
 def measure_costs(n_features: int = 2000, n_informative: int = 100) -> dict:
-    """The simulator's costs (``asyos.protocol.replay.Costs`` fields) on this machine, measured
+    """The simulator's costs (``asyos.learners.protocol.replay.Costs`` fields) on this machine, measured
     now on a KDD'16 regression problem (default: the embedded default's size):
     a worker step against its retained size (``speedup.step_times``), one-way message times
     (``pingpong`` under ``mpiexec -n 2``), the central rank's service time per push, the loops' own

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from ..results import ResultsLog, environment, to_jsonable, write_json_atomic
+from ..records.results import ResultsLog, environment, to_jsonable, write_json_atomic
 
 DEFAULT_OUTPUT = os.path.join("benchmarks", "results")
 

@@ -19,7 +19,7 @@ classification s = 32) it
    sequential OS and against q = 1 of the same transport; runs with more busy ranks than cores
    are marked oversubscribed (``busy_ranks``: a shared-memory central rank sleeps between looks);
 4. projects both transports to q = 1..64 on dedicated cores with the discrete-event replay
-   (``asyos.protocol.replay``), which runs the real workers as the engine does (sequential OS and
+   (``asyos.learners.protocol.replay``), which runs the real workers as the engine does (sequential OS and
    the shared-memory workers in compiled batches of visits, ``SHARED_BATCH`` between two reads of
    ``u_C``; the messages workers a step at a time), from costs calibrated here on another instance of
    the problem (seed 1): a compiled visit against the retained size and a compiled call's own cost
@@ -55,19 +55,19 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..config import RunConfig
+from ..runs.config import RunConfig
 from ..data.synthetic import SyntheticSource, default_n_samples
-from ..protocol.loopback import BATCH_VISITS, run_loopback
+from ..learners.protocol.loopback import BATCH_VISITS, run_loopback
 from ..distributed.mpi_shared import SHARED_BATCH
-from ..protocol.replay import DEFAULT_JITTER, Costs, Machine, SimulatedClock, replay, sequential_time
-from ..protocol.central import Central
-from ..protocol.threshold import GlobalThreshold
+from ..learners.protocol.replay import DEFAULT_JITTER, Costs, Machine, SimulatedClock, replay, sequential_time
+from ..learners.protocol.central import Central
+from ..learners.protocol.threshold import GlobalThreshold
 from ..data.sharding import default_sharding
-from ..protocol.plan import BUDGET_MODES, AsyOSPlan, keeps_threshold, worker_budgets
+from ..learners.protocol.plan import BUDGET_MODES, AsyOSPlan, keeps_threshold, worker_budgets
 from ..learners.substitution.asy_os import build_workers, gather_selection
 from ..learners.substitution.workers import SubstitutionOptions
 from ..losses import get_loss
-from ..trace import ObjectiveTrace, first_reaching
+from ..learners.trace import ObjectiveTrace, first_reaching
 from .common import Run, mpiexec_path, parser, plot, print_table, run_asyos, usable_cores
 
 TASKS = {

@@ -530,9 +530,9 @@ class LibsvmSource(FileSource):
 
 
 def _reading(what, path):
-    """A progress reporter (``asyos.progress``) of the MB of text of ``path`` read (the total known
+    """A progress reporter (``asyos.utils.progress``) of the MB of text of ``path`` read (the total known
     for an uncompressed file)."""
-    from ..progress import Progress
+    from ..utils.progress import Progress
     from .libsvm import MB
     plain = path != "-" and not str(path).endswith(".gz") and os.path.isfile(path)
     return Progress(f"{what} {'<stdin>' if path == '-' else path}", os.path.getsize(path) / MB if plain else None,

@@ -353,7 +353,7 @@ def iter_blocks(path, store=True, idx_lo=0, idx_hi=-1, block_bytes=None, progres
     into one reused buffer (``readinto``; the carried-over line moved to its front): a fresh
     ``bytes`` per block made glibc keep the freed blocks, and the peak RSS of a scan of a 187 MB
     file grew by 100 MB instead of the 50 MB a block and its arrays take. ``progress`` (an
-    ``asyos.progress.Progress`` counting MB) is advanced by the text of each block."""
+    ``asyos.utils.progress.Progress`` counting MB) is advanced by the text of each block."""
     name = _display(path)
     block_bytes = max(1, BLOCK_BYTES if block_bytes is None else int(block_bytes))
     lines_before = 0

@@ -66,7 +66,7 @@ class _NpyMember:
             out = np.empty((n, cols.size))
             row_bytes = max(p * dtype.itemsize, 1)
             rows_per_chunk = max(1, _CHUNK_BYTES // row_bytes)
-            from ..progress import Progress
+            from ..utils.progress import Progress
             progress = Progress(f"reading {self.archive} {self.key}", n * row_bytes / MB, "MB")
             for start in range(0, n, rows_per_chunk):
                 stop = min(n, start + rows_per_chunk)
@@ -147,8 +147,8 @@ def _read_exact(stream, size, member):
 
 def _read_pieces(stream, size, member):
     """``size`` bytes of ``stream`` in ``READ_PIECE`` pieces, counted by a progress reporter (a
-    dense ``X`` of gigabytes takes seconds to inflate or read: ``asyos.progress``)."""
-    from ..progress import Progress
+    dense ``X`` of gigabytes takes seconds to inflate or read: ``asyos.utils.progress``)."""
+    from ..utils.progress import Progress
     progress = Progress(f"reading {member.archive} {member.key}", size / MB, "MB")
     buf = bytearray(size)
     view, got = memoryview(buf), 0

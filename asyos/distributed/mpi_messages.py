@@ -1,6 +1,6 @@
 """``--transport messages``: the workers push ``Delta u`` to the central rank (any number of nodes).
 
-Message protocol (buffer messages, no pickling on the hot path; ``asyos.protocol.wire`` has the
+Message protocol (buffer messages, no pickling on the hot path; ``asyos.learners.protocol.wire`` has the
 layout):
 
 * a worker sends ``[delta_u | version_read | steps | own_unseen | |w| ...]`` (``TAG_PUSH``) with
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import time
 
-from ..protocol.links import EachStep, Pipelined
-from ..protocol.wire import TAG_PUSH, TAG_REPLY, push_buffer, reply_buffer
+from ..learners.protocol.links import EachStep, Pipelined
+from ..learners.protocol.wire import TAG_PUSH, TAG_REPLY, push_buffer, reply_buffer
 from .transport import wait_all
 from .watch import patience
 

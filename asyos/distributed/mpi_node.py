@@ -33,9 +33,9 @@ import time
 import numpy as np
 
 from ..errors import EXIT_WORKER_LOST
-from ..protocol.threshold import GlobalThreshold
-from ..protocol.links import NodeExchange
-from ..protocol.wire import TAG_PUSH, TAG_REPLY
+from ..learners.protocol.threshold import GlobalThreshold
+from ..learners.protocol.links import NodeExchange
+from ..learners.protocol.wire import TAG_PUSH, TAG_REPLY
 from .mpi_messages import serve_pushes
 from .mpi_shared import SHARED_POLL_S, BeatWatch, OthersTop, SharedState, shared_steps
 from .transport import Backoff, Deadline, abort_job

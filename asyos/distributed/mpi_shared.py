@@ -47,8 +47,8 @@ import time
 
 import numpy as np
 
-from ..protocol.links import SharedReads, count_staleness
-from ..protocol.threshold import GlobalThreshold, kth_largest, write_abs
+from ..learners.protocol.links import SharedReads, count_staleness
+from ..learners.protocol.threshold import GlobalThreshold, kth_largest, write_abs
 from .transport import Deadline
 from .watch import patience
 

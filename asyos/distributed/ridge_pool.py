@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import InputError
 from ..learners.checks import columns_dense
 from ..learners.substitution.ridge_choice import best_positions, engages, pool_size, top_features
-from ..progress import phase
+from ..utils.progress import phase
 from .transport import agree_after_setup
 
 

@@ -17,7 +17,7 @@ before) saves each rank an interpreter start and the imports up to ``asyos.run.m
 13 ranks (``ASYOS_SUPERVISE=0``: 5.55 s).
 
 A stop signal the supervisor forwards (SIGTERM from a batch queue or ``timeout``, Ctrl-C) is
-handled by the rank's Python handler (``asyos.checkpoint.StopSignals``), which tells the supervisor
+handled by the rank's Python handler (``asyos.records.checkpoint.StopSignals``), which tells the supervisor
 it has it (``note_stopping``) and then saves and stops at its next poll. A rank blocked inside a C
 call (an MPI collective waiting for a rank that died while the job was setting up) never runs that
 handler: if no such note arrives within ``STOP_GRACE`` seconds, the supervisor kills the rank and

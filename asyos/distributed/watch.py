@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 from ..errors import EXIT_CENTRAL_LOST, EXIT_USAGE, EXIT_WORKER_FAILED, EXIT_WORKER_LOST
-from ..protocol.wire import TAG_ALIVE, TAG_ERROR, TAG_FINAL, TAG_SHUTDOWN
+from ..learners.protocol.wire import TAG_ALIVE, TAG_ERROR, TAG_FINAL, TAG_SHUTDOWN
 from .transport import Backoff, Deadline, abort_job, wait_all
 
 ALIVE_EVERY = 1.0          # seconds between the central rank's signs of life to a finished worker
@@ -44,7 +44,7 @@ class Watch:
         self._checked = 0.0
         self.report_dir = report_dir           # where a failed worker's traceback is written
         self.watched = range(self.q)           # the workers whose silence counts (node-aggregated: the leaders)
-        self.reporter = None                   # an asyos.progress.Progress: check writes the job's progress lines
+        self.reporter = None                   # an asyos.utils.progress.Progress: check writes the job's progress lines
         self.objective = None                  # u_C -> the objective, for those lines
 
     @property
@@ -80,7 +80,7 @@ class Watch:
         rank is alive (they wait for the others, ``wait_release``). Call it on every turn of the
         central rank's loop: it looks every ``CHECK_EVERY`` seconds. ``progress()``: a few words
         on how far the run got, for the message. ``counts()``: the transport's progress dict
-        (``asyos.progress``), asked for only when a progress line is due (``reporter``): one line
+        (``asyos.utils.progress``), asked for only when a progress line is due (``reporter``): one line
         for the whole job, from this rank, at no cost between lines."""
         now = time.monotonic()
         if now - self._checked < CHECK_EVERY:
@@ -106,7 +106,7 @@ def write_traceback(directory, rank, text) -> str:
     directory), so the job's own message stays one line; returns the file's path."""
     import os
     import tempfile
-    from ..results import write_text_atomic
+    from ..records.results import write_text_atomic
     directory = directory or tempfile.gettempdir()
     path = os.path.join(directory, f"asyos-rank{rank}-traceback-{os.getpid()}.txt")
     try:

@@ -1,5 +1,5 @@
 """Argument checks and small array helpers of the learners, with numpy and scipy alone: what the
-MPI worker ranks use (``asyos.distributed.driver``, ``asyos.problem``) without importing
+MPI worker ranks use (``asyos.runs.mpi_run``, ``asyos.runs.problem``) without importing
 scikit-learn, whose import is most of a rank's start-up."""
 from __future__ import annotations
 

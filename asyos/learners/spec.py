@@ -39,7 +39,7 @@ class AlgorithmSpec:
 
     @property
     def runs_on_mpi(self) -> bool:
-        """Asy-OS's MPI driver (``asyos.distributed.driver``) runs it: the substitution family."""
+        """Asy-OS's MPI driver (``asyos.runs.mpi_run``) runs it: the substitution family."""
         return self.family == "substitution"
 
 

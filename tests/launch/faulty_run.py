@@ -14,7 +14,7 @@ import time
 mode, target, after = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 my_rank = int(os.environ.get("PMI_RANK", "-1"))
 
-from asyos.protocol import worker  # noqa: E402
+from asyos.learners.substitution import asy_worker as worker  # noqa: E402
 
 original_propose = worker.Worker.propose
 original_visit_view = worker.Worker.visit_view
@@ -52,6 +52,6 @@ def failing_visit_view(self, u, visits, others_top=None):
 worker.Worker.propose = failing_propose
 worker.Worker.visit_view = failing_visit_view
 
-from asyos.run import main  # noqa: E402
+from asyos.cli.run import main  # noqa: E402
 
 sys.exit(main(sys.argv[4:]))

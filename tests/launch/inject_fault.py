@@ -68,7 +68,7 @@ def where(frame, depth: int = 16) -> str:
 
 
 # Modes that raise from the handler: not inside a callback from C, which would print and drop the
-# exception (``asyos.checkpoint.in_foreign_callback``: numba's object cache, which llvmlite calls
+# exception (``asyos.records.checkpoint.in_foreign_callback``: numba's object cache, which llvmlite calls
 # through ctypes while a rank loads its kernels; a clean clone's CI once caught ``raise`` there and
 # the run finished with exit 0).
 RAISING = ("exit0", "exit1", "raise")
@@ -79,7 +79,7 @@ def arm(mode: str, rank: str, after_s: float, t0: float):
     """Set a one-shot real-time timer that announces the fault on stderr and then injects it; an
     exception that would be raised inside a callback from C (and dropped there) waits until the
     rank is back in Python code that propagates it, checked every ``RETRY_S``."""
-    from asyos.checkpoint import in_foreign_callback     # imported before the timer is armed
+    from asyos.records.checkpoint import in_foreign_callback     # imported before the timer is armed
     def handler(_signum, frame):
         if mode in RAISING and in_foreign_callback(frame):
             signal.setitimer(signal.ITIMER_REAL, RETRY_S)
@@ -110,7 +110,7 @@ def main(argv) -> int:
                     forked.append(True)
                     arm(mode, rank, after_s, t0)
             os.register_at_fork(after_in_child=arm_once)
-    from asyos.run import main as asyos_main
+    from asyos.cli.run import main as asyos_main
     return asyos_main(rest)
 
 

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from asyos.distributed.accumulate import rows_of_rank
+from asyos.runs.accumulate import rows_of_rank
 from asyos.learners.averages.stats import RunningAverages
 from tests.conftest import REPO
 from tests.launch.mpirun import asyos_run, run_mpiexec

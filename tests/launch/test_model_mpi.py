@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 
-from asyos.model_file import load_model
-from asyos.predict import main as predict
+from asyos.records.model_file import load_model
+from asyos.cli.predict import main as predict
 from tests.launch.mpirun import asyos_run
 
 

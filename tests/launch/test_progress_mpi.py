@@ -1,4 +1,4 @@
-"""Progress lines under ``mpiexec`` (``asyos.progress``, ``asyos.distributed.watch``): with ``-v`` the
+"""Progress lines under ``mpiexec`` (``asyos.utils.progress``, ``asyos.distributed.watch``): with ``-v`` the
 central rank writes one line per interval for the whole job (total steps of all workers, steps/s,
 workers still running); the workers write none."""
 import re
@@ -16,7 +16,7 @@ def test_one_line_per_interval_from_the_central_rank_only():
     wall = time.monotonic() - started
     assert rc == 0, err
     lines = [ln for ln in err.splitlines() if ln.strip()]
-    # while the workers load, the central rank says so (asyos.progress.phase); then the job's lines
+    # while the workers load, the central rank says so (asyos.utils.progress.phase); then the job's lines
     loading = [ln for ln in lines if ln.startswith("asyos: loading: the 3 workers read their shards of ")]
     lines = lines[len(loading):]
     assert all(re.fullmatch(r"asyos: loading: .*: \d+ s", ln) for ln in loading), err

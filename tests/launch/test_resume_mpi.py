@@ -1,4 +1,4 @@
-"""Asy-OS under ``mpiexec`` stopped by SIGTERM half-way and resumed (``asyos.resume``): every worker
+"""Asy-OS under ``mpiexec`` stopped by SIGTERM half-way and resumed (``asyos.records.resume``): every worker
 saves its state at its next step, the job exits 143 with one line, and ``--resume`` ends with the
 steps of both parts counted and the quality of an uninterrupted run (a resume on another number of
 ranks is refused first, leaving the checkpoint usable)."""

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from asyos.config import RunConfig
+from asyos.runs.config import RunConfig
 from asyos.errors import InputError
 
 CONFIG = RunConfig(n_features=300, n_informative=8, passes=2, quiet=True, seed=4)
@@ -15,7 +15,7 @@ def world():
 
 def run_on_two_ranks(config):
     """``run_asy_os`` on world ranks 0 and 1 (one worker); the record on rank 0, else None."""
-    from asyos.distributed.driver import run_asy_os
+    from asyos.runs.mpi_run import run_asy_os
     comm = world()
     pair = comm.Split(0 if comm.Get_rank() < 2 else 1, comm.Get_rank())
     try:
@@ -27,7 +27,7 @@ def run_on_two_ranks(config):
 
 def sequential_os(config):
     from asyos import OnlineSubstitution
-    from asyos.problem import open_data_source
+    from asyos.runs.problem import open_data_source
     d = open_data_source(config).load()
     return OnlineSubstitution(budget=8, passes=2, refit=False, random_state=4, variant=config.variant).fit(d.X, d.y)
 
@@ -95,8 +95,8 @@ TRANSPORTS = ["shared-memory", "messages", "node-aggregated"]
 def test_central_state_equals_the_workers_final_model(transport):
     """No push is lost or applied twice: L(u_C) at the end equals L(X w) of the workers' final
     weights (all of them: under the global budget, the candidates before the cut to s)."""
-    from asyos.distributed.driver import run_asy_os
-    from asyos.problem import open_data_source
+    from asyos.runs.mpi_run import run_asy_os
+    from asyos.runs.problem import open_data_source
     from asyos.losses import get_loss
 
     record = run_asy_os(CONFIG.replace(passes=3, transport=transport), world())
@@ -118,7 +118,7 @@ def test_central_state_equals_the_workers_final_model(transport):
 @pytest.mark.mpi(min_size=3)
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_staleness_bound_under_mpi(transport):
-    from asyos.distributed.driver import run_asy_os
+    from asyos.runs.mpi_run import run_asy_os
     record = run_asy_os(CONFIG.replace(max_staleness=1, transport=transport), world())
     if world().Get_rank() == 0:
         assert record["staleness"]["max"] <= 1
@@ -135,7 +135,7 @@ def test_shared_state_counts_a_write_in_progress_as_unseen():
     from asyos.distributed.mpi_shared import SharedState, shared_steps
     from asyos.learners.substitution.workers import SubstitutionOptions, local_lipschitz, make_worker
     from asyos.losses import get_loss
-    from asyos.problem import open_data_source
+    from asyos.runs.problem import open_data_source
     from mpi4py import MPI
 
     d = open_data_source(CONFIG).load()
@@ -182,7 +182,7 @@ def test_shared_state_carries_the_global_budget(kernels, monkeypatch):
     from asyos.distributed.mpi_shared import OthersTop, SharedState, shared_steps
     from asyos.learners.substitution.workers import SubstitutionOptions, local_lipschitz, make_worker
     from asyos.losses import get_loss
-    from asyos.problem import open_data_source
+    from asyos.runs.problem import open_data_source
     from mpi4py import MPI
 
     d = open_data_source(CONFIG).load()
@@ -218,7 +218,7 @@ def test_a_worker_in_compiled_batches_on_a_shared_window_steps_as_one_step_at_a_
     from asyos.distributed.mpi_shared import SharedState, shared_batches, shared_steps
     from asyos.learners.substitution.workers import SubstitutionOptions, local_lipschitz, make_worker
     from asyos.losses import get_loss
-    from asyos.problem import open_data_source
+    from asyos.runs.problem import open_data_source
     from mpi4py import MPI
 
     monkeypatch.setenv("ASYOS_KERNELS", "numba")
@@ -266,7 +266,7 @@ def test_a_batch_of_one_step_keeps_the_global_budget_as_a_step_does(monkeypatch)
     from mpi4py import MPI
 
     monkeypatch.setenv("ASYOS_KERNELS", "numba")
-    from asyos.problem import open_data_source
+    from asyos.runs.problem import open_data_source
     d = open_data_source(CONFIG).load()
     shard, loss = FeatureShard(d.X, np.arange(d.X.shape[1])), get_loss("squared")
     lipschitz = local_lipschitz(shard, 8, loss, 0, 0)
@@ -312,8 +312,8 @@ def test_workers_in_compiled_batches_lose_no_change(transport, passes, monkeypat
     """The workers' compiled batches under the global budget (drops carried, entries refused inside
     the kernel) and, with ``auto`` passes, the pass-end rules that watch the other workers: L(u_C)
     at the end equals L(X w) of the workers' final weights, and every feature is offered."""
-    from asyos.distributed.driver import run_asy_os
-    from asyos.problem import open_data_source
+    from asyos.runs.mpi_run import run_asy_os
+    from asyos.runs.problem import open_data_source
     from asyos.losses import get_loss
 
     monkeypatch.setenv("ASYOS_KERNELS", "numba")
@@ -330,6 +330,6 @@ def test_workers_in_compiled_batches_lose_no_change(transport, passes, monkeypat
 
 @pytest.mark.mpi(min_size=2)
 def test_input_errors_are_raised_on_every_rank():
-    from asyos.distributed.driver import run_asy_os
+    from asyos.runs.mpi_run import run_asy_os
     with pytest.raises(InputError, match="larger than the number of features"):
         run_asy_os(CONFIG.replace(budget=301), world())

@@ -16,7 +16,7 @@ the centred co-moment ``C = A_xx - s_x s_x^T / W`` loses nothing because ``K`` i
 **Merging.** Statistics of two streams combine into those of their concatenation: the other
 sums are moved to this shift (a rank-2 correction) and added (``merge`` / ``+``). Under MPI every
 rank moves its sums to the global mean and a plain ``SUM`` reduction adds them
-(``asyos.distributed.accumulate``).
+(``asyos.runs.accumulate``).
 
 **Forgetting** (eq. 3.11): with ``forgetting=alpha`` every running average follows
 ``a <- (1 - alpha_n) a + alpha_n a(x_{n+1})`` with ``alpha_n = max(alpha, 1/(n+1))``: plain averages

@@ -1,5 +1,5 @@
 """Sample-stream learners: samples arrive (``fit`` / ``partial_fit`` / ``learn_one``); in one process
-or simulated as data-parallel workers (``asyos.distributed.stream_simulator``).
+or simulated as data-parallel workers (``asyos.learners.stream.stream_simulator``).
 
 Modules: ``sample_stream`` (the base class and its public face), ``budgeted`` (B-ARDA, B-AMD),
 ``ofs`` (OFS, SOFS), ``l1`` (l1-ARDA, Ada-FOBOS, OPG, RDA), ``sfsa`` (SFSA, TSGD), ``_stream_kernels``
@@ -59,4 +59,4 @@ ALGORITHMS = (
     _learner("tsgd", "sfsa", "TSGD", "truncated SGD (thesis Alg. 2; truncate=end|every)",
              {"passes": 2, "batch_size": 5}),
 )
-PUBLIC = {"AsyncSampleStream": "asyos.distributed.stream_simulator"}
+PUBLIC = {"AsyncSampleStream": "asyos.learners.stream.stream_simulator"}

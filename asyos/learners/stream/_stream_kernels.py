@@ -20,7 +20,7 @@ needs (the kept set), never a dense ``d``-vector:
 
 Every loop takes ``margins`` and ``given``: with ``given`` the prediction ``u = w.x`` of row ``j``
 is ``margins[j]`` instead of being computed from the current state. This is how the staleness
-simulator (``asyos.distributed.stream_simulator``) makes a step use a model several updates old.
+simulator (``asyos.learners.stream.stream_simulator``) makes a step use a model several updates old.
 
 Ordering: every top-B choice is a strict total order on ``(score, rank)``: a larger score wins, an
 equal score goes to the smaller rank (the feature index, or minus it where the lower index must
@@ -58,7 +58,7 @@ def _make_jit():
 
 jit, COMPILED = _make_jit()
 if COMPILED:
-    from ... import _compiled_losses      # losses.dloss1(code, y, u) compiled: a branch per loss of the table
+    from ...losses import compiled as _compiled_losses  # losses.dloss1(code, y, u) compiled: a branch per loss of the table
 
 
 def _make_prefetch():

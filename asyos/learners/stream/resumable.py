@@ -1,6 +1,6 @@
 """``fit(X, y, checkpoint=...)`` of the sample-stream learners: saved between row chunks, resumed bit for bit.
 
-``SampleStreamLearner.fit`` given an ``asyos.checkpoint.Checkpointer`` runs its passes in chunks of
+``SampleStreamLearner.fit`` given an ``asyos.records.checkpoint.Checkpointer`` runs its passes in chunks of
 rows and polls the checkpointer before each chunk. A saved state is the learner's attributes
 (``__getstate__``: its ``StreamState`` arrays and counters, the scale, the labels; never ``X``),
 the pass and the row position in that pass's order, and the generator's state *before* that pass
@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from ...errors import DivergenceError, InputError
-from ...trace import StreamTrace
+from ..trace import StreamTrace
 from ..budget_search import BudgetSearch, _consider
 
 CHECKPOINT_KIND = "sample-stream"
@@ -74,7 +74,7 @@ def fit_in_chunks(learner, X, y, checkpoint, saved=None, outer=None):
         rng.bit_generator.state = saved["rng"]
         first, pos = saved["pass"], saved["row"]
     chunks = RowChunks(getattr(learner, "batch_size", 1))      # SFSA, TSGD: whole mini-batches
-    trace = StreamTrace()           # rows, mistakes, support between chunks (asyos.trace): reads, never writes
+    trace = StreamTrace()           # rows, mistakes, support between chunks (asyos.learners.trace): reads, never writes
     where = {"pass": first, "row": pos, "rng": None}
 
     def capture():

@@ -41,7 +41,7 @@ unbounded features (Gaussian, say) the largest value grows with ``n``, and with 
 effective step: there, standardize the data or use ``scale=None`` with a step chosen for the data.
 
 **The step API** (what ``fit``, ``partial_fit``, ``learn_one`` and the staleness simulator
-``asyos.distributed.stream_simulator`` drive a learner with):
+``asyos.learners.stream.stream_simulator`` drive a learner with):
 
 * ``start(X, y) -> rows``: a fresh model for ``X`` (checks, ``fit``'s scaling), and ``X``'s rows
   as the loops read them (``StreamRows``: CSR arrays, labels, ``passes``, the passes ``fit`` makes);
@@ -238,7 +238,7 @@ class SampleStreamLearner(BudgetedSelector):
     # -- fitting ---------------------------------------------------------------------------------
     def fit(self, X, y, checkpoint=None):
         """``passes`` passes over ``X``, each in a fresh random order. ``checkpoint`` (an
-        ``asyos.checkpoint.Checkpointer``) saves the fit between chunks of rows and, holding a saved
+        ``asyos.records.checkpoint.Checkpointer``) saves the fit between chunks of rows and, holding a saved
         state, continues from it: the result is the uninterrupted fit's, bit for bit (``resumable``)."""
         if checkpoint is not None:
             from . import resumable

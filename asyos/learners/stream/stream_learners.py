@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ...registry import algorithms_of
 from . import _stream_kernels as K
 
 
 def all_stream_learners():
     """Every sample-stream learner class, in the order the family lists them (``asyos.learners.stream``)."""
-    return [spec.estimator_class for spec in algorithms_of("stream")]
+    from . import ALGORITHMS
+    return [spec.estimator_class for spec in ALGORITHMS]
 
 
 def warm_up() -> None:

@@ -40,7 +40,7 @@ def grid_search(estimator, X, y, grid=None, on_result=None):
     names = list(grid)
     table = []
     best = None
-    from ...progress import Progress
+    from ...utils.progress import Progress
     points = list(itertools.product(*(grid[k] for k in names)))
     progress = Progress(f"--tune {type(estimator).__name__}", len(points), "points")
     for values in points:

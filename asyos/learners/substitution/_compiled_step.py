@@ -2,14 +2,14 @@
 
 Module-level, so that numba's on-disk cache finds them again in the next process. The loss is the
 one of ``asyos/losses.py`` with the code ``code`` (``losses.TABLE``), evaluated per sample by the
-table's scalar functions (``_compiled_losses.py`` compiles them into these loops).
+table's scalar functions (``asyos/losses/compiled.py`` compiles them into these loops).
 """
 import math
 
 import numba
 import numpy as np
 
-from ... import _compiled_losses
+from ...losses import compiled as _compiled_losses
 from ...losses import LOSS_CODES, d2loss1, dloss1, value1
 
 jit = numba.njit(cache=True, nogil=True)

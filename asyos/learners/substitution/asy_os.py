@@ -2,10 +2,10 @@
 
 ``AsyncOnlineSubstitution`` splits the features into ``n_workers`` disjoint shards, gives each
 worker its budget (``global``, the default: up to a cap, under a threshold shared through the
-central node; ``split``: ``s/q`` as KDD'16, split as evenly as possible; ``asyos.protocol.plan``),
-and runs KDD'16 Alg. 2-3 in the simulator with bounded staleness (``asyos.protocol.simulator``).
+central node; ``split``: ``s/q`` as KDD'16, split as evenly as possible; ``asyos.learners.protocol.plan``),
+and runs KDD'16 Alg. 2-3 in the simulator with bounded staleness (``asyos.learners.protocol.simulator``).
 The MPI engine (``asyos.distributed``) runs the very same ``Worker`` and ``Central`` objects
-across processes, and finishes the same way (``asyos.protocol.finish``).
+across processes, and finishes the same way (``asyos.learners.substitution.asy_finish``).
 """
 from __future__ import annotations
 
@@ -15,19 +15,19 @@ import time
 
 import numpy as np
 
-from ...protocol.finish import Candidates, conclude
-from ...protocol.plan import AsyOSPlan
+from .asy_finish import Candidates, conclude
+from ..protocol.plan import AsyOSPlan
 from ...data.columnar import is_column_matrix
 from ...errors import InputError
-from ...protocol.replay import DEFAULT_COSTS, DEFAULT_JITTER, Costs, Machine, SimulatedClock, replay
-from ...protocol.simulator import check_simulation_args, simulate
+from ..protocol.replay import DEFAULT_COSTS, DEFAULT_JITTER, Costs, Machine, SimulatedClock, replay
+from ..protocol.simulator import check_simulation_args, simulate
 from ...truncation import keep_top_k
 from ..checks import check_positive_int
 from .online_substitution import OnlineSubstitution
 from .workers import _nothing, local_lipschitz, make_worker, quiet_float_errors
 from ..params import StrOptions, count, unit
-from ...protocol.plan import BUDGET_MODES
-from ...protocol.simulator import POLICIES, SCHEDULES
+from ..protocol.plan import BUDGET_MODES
+from ..protocol.simulator import POLICIES, SCHEDULES
 
 TRANSPORTS = ("shared-memory", "messages", "node-aggregated")
 CHECKPOINT_KIND = "asy-os-simulation"
@@ -80,7 +80,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     max_staleness : int or None
         Bound ``tau``; ``None`` means ``n_workers`` (the paper's simulation).
     policy : {"max", "uniform", "fresh"}
-        Which snapshot a worker reads within the bound (see ``asyos.protocol.simulator``).
+        Which snapshot a worker reads within the bound (see ``asyos.learners.protocol.simulator``).
     schedule : {"round-robin", "random"}
     sharding : {"contiguous", "strided", "blocked", "hashed"} or None
         ``None``: strided for exchange, contiguous for kdd16 (``data.sharding.default_sharding``).
@@ -96,12 +96,12 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
     cap : int or None
     slack : float in (0, 1] or None
         Global budget: the hysteresis that keeps the workers' delayed drops from oscillating
-        (default 0.5; see ``asyos.protocol.threshold.GlobalThreshold``).
+        (default 0.5; see ``asyos.learners.protocol.threshold.GlobalThreshold``).
     decrease_check : bool
         Alg. 3 omits it; on by default (as in OS), evaluated at the worker's snapshot.
     transport : {None, "shared-memory", "messages", "node-aggregated"}
         ``None`` (default): the bounded-staleness simulation above (KDD'16 Sec. 5.3). A transport:
-        a discrete-event simulation of what ``mpiexec`` runs with it (``asyos.protocol.replay``),
+        a discrete-event simulation of what ``mpiexec`` runs with it (``asyos.learners.protocol.replay``),
         the same worker and central objects moved in simulated time; ``max_staleness`` is then
         the engine's bound (``None``: unbounded, measured only), and ``policy`` and ``schedule``
         do not apply.
@@ -111,7 +111,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         ``transport="node-aggregated"``: how many nodes the workers are spread over (round-robin,
         as MPICH's virtual nodes).
     costs : Costs, dict, JSON file name or None
-        The simulated costs (step, messages, central service; ``asyos.protocol.replay.Costs``);
+        The simulated costs (step, messages, central service; ``asyos.learners.protocol.replay.Costs``);
         ``None``: ``DEFAULT_COSTS``, measured on the development machine.
     cores : int or None
         The cores the simulated ranks share (``None``: one each).
@@ -163,7 +163,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
 
     def fit(self, X, y, checkpoint=None):
         """Select ``budget`` features with ``n_workers`` simulated workers. ``checkpoint`` (an
-        ``asyos.checkpoint.Checkpointer``) saves the bounded-staleness simulation between events
+        ``asyos.records.checkpoint.Checkpointer``) saves the bounded-staleness simulation between events
         and continues a saved one, bit for bit; the event simulation of a ``transport`` is not
         saved (a stop request ends it at once)."""
         X, y, loss = self._fit_data(X, y)

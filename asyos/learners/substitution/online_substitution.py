@@ -4,7 +4,7 @@ Features arrive one at a time, in passes over the columns; at most ``budget`` ar
 ``O(n * budget)``). Each arrival is one step of ``SubstitutionState`` (see
 ``asyos.learners.substitution.substitution`` for the update rules and their equation numbers), taken by one
 ``Worker`` that owns every column and whose gradient point is its own ``u = X_S w_S + b``: the
-in-process loopback of the Asy-OS protocol (``asyos.protocol.loopback``), so sequential OS and Asy-OS
+in-process loopback of the Asy-OS protocol (``asyos.learners.protocol.loopback``), so sequential OS and Asy-OS
 share one code path.
 
 Two variants. ``"kdd16"`` is Alg. 1 literally: no intercept, the columns as given, the features
@@ -31,9 +31,9 @@ import time
 import numpy as np
 
 from ...errors import InputError
-from ...protocol.central import Central
-from ...protocol.loopback import run_loopback
-from ...trace import ObjectiveTrace
+from ..protocol.central import Central
+from ..protocol.loopback import run_loopback
+from ..trace import ObjectiveTrace
 from ..base import BudgetedSelector
 from ..checks import check_positive_int, columns_dense
 from ..params import BOOLEAN, BUDGET, PASSES, SEED, Interval, Real, StrOptions, count, non_negative, positive, unit
@@ -86,7 +86,7 @@ class OnlineSubstitution(BudgetedSelector):
         Seeds the blocks sampled to estimate ``L_F``.
     trace_every : int
         When > 0, record the training objective and error every ``trace_every`` steps in ``trace_``
-        (``asyos.trace``); ``"auto"``: rows by wall time, at a negligible cost (``asyos.trace``); 0 records
+        (``asyos.learners.trace``); ``"auto"``: rows by wall time, at a negligible cost (``asyos.learners.trace``); 0 records
         nothing.
 
     Attributes
@@ -173,7 +173,7 @@ class OnlineSubstitution(BudgetedSelector):
 
     def fit(self, X, y, checkpoint=None):
         """Select ``budget`` features of ``X`` for ``y``. ``checkpoint`` (an
-        ``asyos.checkpoint.Checkpointer``) saves the run between steps and, holding a saved state,
+        ``asyos.records.checkpoint.Checkpointer``) saves the run between steps and, holding a saved state,
         continues from it: the result is the uninterrupted run's, bit for bit."""
         X, y, loss = self._fit_data(X, y)
         options = self._options()

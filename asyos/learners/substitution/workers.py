@@ -20,7 +20,7 @@ from ...data.column_shard import ColumnShard
 from ...data.columnar import is_column_matrix
 from ...data.shard import FeatureShard
 from ...errors import ConvergenceWarning, DivergenceError, InputError
-from ...protocol.worker import Worker
+from .asy_worker import Worker
 from ..checks import check_positive_float, check_positive_int
 from .screening import marginal_gains, order_by_gain, screening_order
 from .step_size import coupling, restricted_lipschitz, step_size_from_lipschitz

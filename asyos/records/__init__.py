@@ -1,0 +1,1 @@
+"""What a run leaves behind: results, checkpoints and resuming, model files."""

@@ -1,0 +1,356 @@
+"""Checkpoints: a run's state saved at a consistent point, and the run resumed from it.
+
+A learner's loop calls ``Checkpointer.poll(capture)`` between two steps. When ``every`` seconds
+have passed since the last save, or a stop was requested (SIGTERM / SIGINT, see ``StopSignals``),
+``capture()`` returns the loop's state and it is written to ``path``; after a stop request the
+loop is then left with ``RunInterrupted``, which the CLI turns into the partial results and the
+exit status ``128 + signal`` (143 for SIGTERM, 130 for SIGINT). ``fit(X, y, checkpoint=...)``
+given a checkpointer whose ``resumed`` holds a state continues from it instead of starting over.
+
+File format (``FORMAT``): two pickles in one file, written with cloudpickle under a temporary name
+and renamed into place (a kill never leaves half a checkpoint). The first is a header: format,
+asyos version, the ``kind`` of state (which loop wrote it), the run's ``identity`` (the settings
+and the data's size and modification time) and its progress. The header is read and checked
+before the state is unpickled, so a checkpoint of another version or another problem is refused
+with one line naming the difference instead of failing inside the unpickling. Large inputs the
+state refers to (the data's columns held by a worker's shard) are not written: they are
+``externals``, stored as a reference (pickle's persistent id) and given back on load, rebuilt
+from the data exactly as the first run built them.
+"""
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import signal
+import time
+from typing import Callable, Optional
+
+from ..errors import InputError
+
+FORMAT = 1
+CHECKPOINT_FILE = "checkpoint.pkl"
+DEFAULT_EVERY_S = 60.0
+REPEAT_S = 1.0          # a signal repeated within this time is the same request (StopSignals)
+LATE_REPEAT_S = 5.0     # ... and, once the run has ended for it, a repeat this late is still ignored
+
+
+class RunInterrupted(Exception):
+    """A stop was requested (``signum``) and the state was saved to ``path`` (``None``: there was
+    nothing to save yet). ``progress`` says how far the run got."""
+
+    def __init__(self, signum: int, path: Optional[str] = None, progress: Optional[dict] = None):
+        self.signum = int(signum)
+        self.path = path
+        self.progress = dict(progress or {})
+        super().__init__(f"interrupted by {signal_name(self.signum)}")
+
+    @property
+    def exit_status(self) -> int:
+        """``128 + signal``, as shells report a process ended by it (143 SIGTERM, 130 SIGINT)."""
+        return 128 + self.signum
+
+
+TIME_LIMIT = signal.SIGALRM     # the stop reason of --time-limit: exit 128 + 14, as a timer's signal would give
+
+
+def signal_name(signum: int) -> str:
+    if signum == TIME_LIMIT:
+        return "the time limit (--time-limit)"
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def _late_repeat(signum, default, first_at):
+    """The handler of ``signum`` after a stop it requested: ignore it until ``LATE_REPEAT_S`` after the
+    request, then act as ``default`` (the default action: the handler is reset and the signal sent again)."""
+    def handler(sig, frame):
+        if time.monotonic() - first_at < LATE_REPEAT_S:
+            return
+        signal.signal(sig, default)
+        if callable(default):
+            default(sig, frame)
+        else:
+            os.kill(os.getpid(), sig)
+    return handler
+
+
+class StopSignals:
+    """SIGTERM and SIGINT as stop requests. While a loop polls (``polling`` is set by
+    ``Checkpointer.watching``), a signal only records the request and the loop saves and leaves
+    at its next step; outside it (loading the data, the final refit) the signal raises
+    ``RunInterrupted`` at once, as there is no state worth saving. A second signal while a request
+    is pending raises at once too: a stuck loop can still be stopped."""
+
+    requested: Optional[int] = None
+    raised = False          # the handler raised RunInterrupted (wherever the process was: see run._main)
+    polling = 0
+    _installed = False
+    _taken_up: Optional[Callable] = None
+
+    @classmethod
+    def install(cls, taken_up: Optional[Callable] = None) -> None:
+        """Route SIGTERM and SIGINT here (main thread only; idempotent). ``taken_up(signum)`` is
+        called first thing in the handler (under mpiexec: ``supervisor.note_stopping``, which
+        tells the supervisor the rank is not stuck in a C call)."""
+        cls._taken_up = taken_up
+        if cls._installed:
+            return
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, cls._handle)
+        cls._installed = True
+
+    @classmethod
+    def uninstall(cls) -> None:
+        """Back to the default handlers; except that after a stop request, the same signal arriving
+        within ``LATE_REPEAT_S`` of it is a copy of that request still on its way (under ``mpiexec`` a rank
+        may get one from the launcher and one forwarded by its supervisor) and is ignored, so that it
+        cannot kill the rank while it exits with its state saved (a clean clone's suite once saw
+        "stopped by SIGTERM ..." and then "rank 0 was killed by signal 15")."""
+        if cls._installed:
+            for sig, default in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
+                signal.signal(sig, _late_repeat(sig, default, cls._first_at) if sig == cls.requested else default)
+        cls._installed = False
+        cls._taken_up = None
+        cls.requested = None
+        cls.raised = False
+        cls.polling = 0
+        cls._deferred = None
+
+    _first_at = 0.0
+    _deferred: Optional[int] = None
+
+    @classmethod
+    def _handle(cls, signum, frame):
+        deferred, cls._deferred = cls._deferred == signum, None
+        if cls._taken_up is not None and not deferred:
+            cls._taken_up(signum)
+        now = time.monotonic()
+        if not deferred and cls.requested == signum and now - cls._first_at < REPEAT_S:
+            return              # the same Ctrl-C twice: from the terminal and forwarded (asyos.distributed.supervisor)
+        if cls.polling and cls.requested is None:
+            cls.requested, cls._first_at = signum, now
+            return
+        if not deferred:
+            cls.requested, cls._first_at = signum, now
+        if in_foreign_callback(frame):
+            cls._defer(signum)
+            return
+        cls.raised = True
+        raise RunInterrupted(signum)
+
+    @classmethod
+    def _defer(cls, signum) -> None:
+        """Deliver ``signum`` again in ``DEFER_S``: the handler ran inside a callback from C, which
+        would print ``RunInterrupted`` as "Exception ignored" and drop it."""
+        import _thread
+        import threading
+        cls._deferred = signum
+        timer = threading.Timer(DEFER_S, _thread.interrupt_main, args=(signum,))
+        timer.daemon = True
+        timer.start()
+
+
+# Code that calls Python back from C and drops what it raises: numba's object cache, which llvmlite
+# calls through ctypes whenever a process compiles a module (even with every kernel in the cache it
+# compiles two small ones as it loads them). A Ctrl-C 4 s into `mpiexec -n 4` caught two ranks there:
+# each printed its RunInterrupted as "Exception ignored on calling ctypes callback function".
+FOREIGN_CALLBACKS = (f"{os.sep}llvmlite{os.sep}",)
+DEFER_S = 0.02
+
+
+def in_foreign_callback(frame) -> bool:
+    """Whether ``frame`` (a signal handler's) runs inside a callback from C that drops exceptions."""
+    while frame is not None:
+        if any(part in frame.f_code.co_filename for part in FOREIGN_CALLBACKS):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class Checkpointer:
+    """Writes a loop's state to ``path`` every ``every`` seconds (``None``: only when stopped)
+    and when a stop is requested.
+
+    ``identity``: what the state is valid for (``run_identity``). ``resume``: continue from the
+    checkpoint at ``path`` (its header is checked against ``identity`` here; the loop unpickles the
+    state with ``take``). ``stop_after``: stop as if signalled at the ``stop_after``-th poll (tests
+    interrupt a run at a chosen step this way). ``time_limit``: stop, as if signalled, at the first poll
+    ``time_limit`` seconds after the loop started (``watching``; ``--time-limit``, for batch queues'
+    wall-clock limits). It is a deadline checked at the polls, not a timer signal, so SIGALRM stays
+    the application's.
+    """
+
+    def __init__(self, path: str, every: Optional[float] = DEFAULT_EVERY_S, identity: Optional[dict] = None,
+                 resume: bool = False, stop_after: Optional[int] = None, signum: int = signal.SIGTERM,
+                 time_limit: Optional[float] = None):
+        self.path = path
+        self.every = every
+        self.identity = dict(identity or {})
+        self.resumed_kind = None
+        self.resumed_progress = {}
+        if resume and os.path.exists(path):
+            header = check_header(path, self.identity)
+            self.resumed_kind, self.resumed_progress = header["kind"], header.get("progress", {})
+        self.stop_after = stop_after
+        self.signum = signum
+        self.time_limit = time_limit
+        self._deadline = None
+        self.polls = 0
+        self.saves = 0
+        self.save_seconds = 0.0
+        self._last = time.monotonic()
+        self.reporter = None            # an asyos.utils.progress.Progress: poll writes its lines too
+
+    # -- the loop's side --------------------------------------------------------------------
+    def take(self, kind: str, externals: Optional[dict] = None):
+        """The state to continue from, if resuming (``None`` when starting afresh, and after the
+        first call): it must have been written by a loop of ``kind``; ``externals`` gives back the
+        objects it was saved with by reference."""
+        if self.resumed_kind is None:
+            return None
+        if self.resumed_kind != kind:
+            raise InputError(f"checkpoint {self.path} holds a {self.resumed_kind!r} state; this run needs {kind!r}")
+        self.resumed_kind = None
+        return load_state(self.path, externals)
+
+    def due(self) -> bool:
+        """Whether ``poll`` would save now (cheap: a counter, a flag and the clock)."""
+        self.polls += 1
+        if self._stop_reason() is not None:
+            return True
+        return self.every is not None and time.monotonic() - self._last >= self.every
+
+    def _stop_reason(self) -> Optional[int]:
+        """Why the loop must stop now (a signal, ``stop_after``, the ``time_limit``), else ``None``."""
+        if StopSignals.requested is not None:
+            return StopSignals.requested
+        if self.stop_after is not None and self.polls >= self.stop_after:
+            return self.signum
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            return TIME_LIMIT
+        return None
+
+    def poll(self, kind: str, capture: Callable[[], object], progress: Callable[[], dict] = dict,
+             externals: Optional[dict] = None) -> None:
+        """At a consistent point of loop ``kind``: save ``capture()`` if it is time, and leave the
+        loop with ``RunInterrupted`` if a stop was requested (and write a progress line when one
+        is due, ``reporter``)."""
+        if self.reporter is not None:
+            self.reporter.poll(progress)
+        if not self.due():
+            return
+        stop = self._stop_reason()
+        state = progress()
+        self.save(kind, capture(), state, externals)
+        if stop is not None:
+            raise RunInterrupted(stop, self.path, state)
+
+    def watching(self):
+        """Context: signals inside it are stop requests the loop answers at its next poll (the
+        ``time_limit`` clock starts at the first one)."""
+        if self.time_limit and self._deadline is None:
+            self._deadline = time.monotonic() + self.time_limit
+        return _Watching()
+
+    # -- files ------------------------------------------------------------------------------
+    def save(self, kind: str, state, progress: Optional[dict] = None, externals: Optional[dict] = None) -> None:
+        """Write ``state`` atomically (``externals``: objects stored by reference, see ``load``)."""
+        started = time.monotonic()
+        import cloudpickle
+        header = {"format": FORMAT, "asyos": _version(), "kind": kind, "identity": self.identity,
+                  "progress": dict(progress or {}), "written": time.time()}
+        refs = {id(obj): name for name, obj in (externals or {}).items()}
+
+        class _Pickler(cloudpickle.CloudPickler):
+            def persistent_id(self, obj):
+                return refs.get(id(obj)) if refs else None
+
+        def write(fh):
+            cloudpickle.dump(header, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            _Pickler(fh, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
+
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)    # made at the first save
+        write_atomic(self.path, write)
+        self.saves += 1
+        self._last = time.monotonic()
+        self.save_seconds += self._last - started
+
+
+class _Watching:
+    def __enter__(self):
+        StopSignals.polling += 1
+        return self
+
+    def __exit__(self, *exc):
+        StopSignals.polling -= 1
+        return False
+
+
+def read_header(path: str) -> dict:
+    """The header of the checkpoint at ``path`` (``InputError`` if it is not one)."""
+    try:
+        with open(path, "rb") as fh:
+            header = pickle.load(fh)
+    except OSError as exc:
+        raise InputError(f"cannot read checkpoint {path}: {exc.strerror}") from None
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure: not a checkpoint of ours
+        raise InputError(f"{path} is not an asyos checkpoint ({type(exc).__name__})") from None
+    if not isinstance(header, dict) or "format" not in header:
+        raise InputError(f"{path} is not an asyos checkpoint")
+    return header
+
+
+def check_header(path: str, identity: dict) -> dict:
+    """The header of the checkpoint at ``path``, after checking that its format, asyos version and
+    identity are this run's (``InputError`` naming the first difference)."""
+    header = read_header(path)
+    if header["format"] != FORMAT or header.get("asyos") != _version():
+        raise InputError(f"checkpoint {path} was written by asyos {header.get('asyos')} (checkpoint format "
+                         f"{header['format']}); this is asyos {_version()} (format {FORMAT}): rerun without --resume")
+    difference = _first_difference(header.get("identity", {}), identity)
+    if difference is not None:
+        raise InputError(f"checkpoint {path} was written for another problem ({difference}); rerun without --resume")
+    return header
+
+
+def load_state(path: str, externals: Optional[dict] = None):
+    """The state saved at ``path`` (its header skipped; check it first with ``check_header``)."""
+    refs = dict(externals or {})
+
+    class _Unpickler(pickle.Unpickler):
+        def persistent_load(self, pid):
+            if pid not in refs:
+                raise InputError(f"checkpoint {path} refers to {pid!r}, which this run does not have")
+            return refs[pid]
+
+    try:
+        with open(path, "rb") as fh:
+            pickle.load(fh)
+            return _Unpickler(fh).load()
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a truncated or damaged state
+        raise InputError(f"checkpoint {path} is damaged ({type(exc).__name__}: {exc})") from None
+
+
+def _first_difference(saved: dict, current: dict) -> Optional[str]:
+    for key in sorted(set(saved) | set(current)):
+        if saved.get(key) != current.get(key):
+            return f"{key}: {saved.get(key)!r} then, {current.get(key)!r} now"
+    return None
+
+
+def _version() -> str:
+    from .results import package_version            # no ImportError when asyos is a namespace import
+    return package_version()
+
+
+def write_atomic(path: str, write: Callable[[io.BufferedWriter], None]) -> None:
+    """``write(fh)`` into a temporary file next to ``path``, flushed to disk, then renamed onto
+    ``path`` with the permissions a plain ``open`` would give (``asyos.records.results.atomic_file``)."""
+    from .results import atomic_file
+    with atomic_file(path, "wb") as fh:
+        write(fh)

@@ -1,0 +1,1 @@
+"""Console and clock: log levels, progress lines, phase timing, process statistics."""
