@@ -29,28 +29,6 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(message)
 
 
-def _bool_flag(parser, name, help_text, dest=None):
-    dest = dest or name.replace("-", "_")
-    parser.add_argument(f"--{name}", dest=dest, action="store_true", help=help_text)
-    parser.add_argument(f"--no-{name}", dest=dest, action="store_false", help=argparse.SUPPRESS)
-
-
-def _or_auto(convert, what):
-    """An option's type: ``auto`` (``None``: the default) or ``convert(text)``."""
-    def parse(text):
-        if text == "auto":
-            return None
-        try:
-            return convert(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {what} or auto; got {text!r}") from None
-    return parse
-
-
-_passes = _or_auto(int, "an integer")
-_ridge = _or_auto(float, "a number >= 0")
-
-
 def program_name(argv0=None) -> str:
     """How the user started us, for ``--help`` and messages: ``asyos`` (the console script),
     ``python -m asyos`` or ``python -m asyos.run``, behind ``mpiexec -n N`` under MPI."""
@@ -70,154 +48,76 @@ def package_version() -> str:
     return version()
 
 
-def make_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=program_name(), argument_default=argparse.SUPPRESS,
+FAMILY_HELP = ("Each family's own options: --help-algorithm NAME shows those of NAME's family (os, asy-os: "
+               "Online Substitution and parallel execution; b-arda, ofs, ... : the sample-stream learners; ofsa, "
+               "olasso, ... : running averages; dfls: the dynamic feature space); --help-all shows every option.")
+
+
+def make_parser(family=None, everything=False) -> argparse.ArgumentParser:
+    """The command line, its options from ``asyos.runs.options``: every option is accepted; ``--help`` shows the
+    common ones, and those of ``family``'s groups (every group with ``everything``)."""
+    from ..runs.options import GROUPS
+    p = _Parser(prog=program_name(), argument_default=argparse.SUPPRESS, epilog=FAMILY_HELP,
                 description="Budgeted online feature selection: Online Substitution and Asy-OS. "
                             "'%(prog)s predict --model FILE --data NEW' applies a saved model (predict --help).")
     p.add_argument("--version", action="version", version=f"asyos {package_version()}")
-    g = p.add_argument_group("what to run")
-    g.add_argument("--algorithm", help="registered algorithm (default: os)")
+    for group in GROUPS:
+        shown = group.common or everything or family in group.families
+        g = p.add_argument_group(group.title) if shown else p
+        if group.key == "run":
+            _run_flags(g)
+        for option in group.options:
+            if option.flag:
+                _add_option(g, option, shown)
+        if group.key == "output":
+            g.add_argument("--resume", metavar="DIR", help=group_option(group, "resume").help)
+    return p
+
+
+def group_option(group, name):
+    return next(o for o in group.options if o.name == name)
+
+
+def _run_flags(g) -> None:
+    g.add_argument("--help-algorithm", metavar="NAME", action=_FamilyHelp, help="the options of NAME's family too, "
+                                                                                "then exit")
+    g.add_argument("--help-all", action=_FamilyHelp, nargs=0, help="every option, then exit")
     g.add_argument("--list-algorithms", action="store_true", help="list the algorithms and exit")
     g.add_argument("--benchmark", metavar="NAME", help="run a shipped benchmark (speedup); must come first, its own "
                                                        "options follow (--benchmark speedup --help)")
     g.add_argument("--config", help="TOML file of settings (flags override it)")
-    g = p.add_argument_group("data (default: a KDD'16 synthetic problem)")
-    g.add_argument("--data", help="dense .npz, a directory of sparse X_*.npz + y_*.npy, or libsvm text (also "
-                                  ".gz, or - for standard input with --n-features); column-major (python -m "
-                                  "asyos.convert): a directory with a Fortran-ordered X.npy + y.npy or a CSC X.npz, "
-                                  "or a .parquet file (one column per feature), read by column (OS, Asy-OS); the "
-                                  "sample-stream learners learn from libsvm text and .parquet rows as they are read")
-    g.add_argument("--label-column", help="Parquet: the column holding the labels (default y)")
-    g.add_argument("--test-data", help="libsvm test file")
-    g.add_argument("--index-base", help="libsvm feature indices: auto (default), 0 or 1")
-    g.add_argument("--synthetic", choices=["regression", "classification"], help="KDD'16 task (default regression)")
-    g.add_argument("--n-samples", type=int, help="default ceil(1.2 s log2 p)")
-    g.add_argument("--n-features", type=int, help="p (default 2000); declares p for libsvm")
-    g.add_argument("--n-informative", type=int, help="s, the true features (default 100)")
-    g.add_argument("--noise", type=float, help="default 0.1 (regression), 0 (classification)")
-    g.add_argument("--n-test", type=int, help="synthetic test samples (default n)")
-    g = p.add_argument_group("model")
-    g.add_argument("--budget", type=int, help="features to keep (default: the true s of synthetic data)")
-    g.add_argument("--loss", help="squared, squared_hinge, logistic, hinge (sample-stream learners only) or auto "
-                                 "(default: from the labels; the choices are asyos.losses.TABLE)")
-    g.add_argument("--passes", type=_passes, help="OS: scans over the features, or auto (default: until a pass "
-                                                  "changes nothing, 2 to 10; 3 with --variant kdd16); sample-stream "
-                                                  "learners: passes over the samples (default ceil(2 p / n), "
-                                                  "ECML'18's)")
-    g.add_argument("--variant", help="OS / Asy-OS: exchange (default: intercept, scaled columns, Newton weights for "
-                                     "newcomers, substitutions that must lower the loss, features visited by "
-                                     "marginal gain) or kdd16 (KDD'16 Alg. 1-3 literally)")
-    _bool_flag(g, "intercept", dest="fit_intercept",
-               help_text="OS: fit an unpenalised intercept (default with --variant exchange; --no-intercept drops it)")
-    g.add_argument("--step-size", type=float, help="eta (default 0.5 / L_F estimated from the data)")
-    g.add_argument("--step-divisor", type=float, help="the paper's m >= 1 (default 1)")
-    _bool_flag(g, "decrease-check", "keep the objective-decrease check (default on; --no-decrease-check "
-                                    "follows Alg. 3 literally)")
-    g.add_argument("--decrease-constant", type=float, help="--variant kdd16: the paper's c in [0, 1] (default 1)")
-    g.add_argument("--ridge", type=_ridge, help="OS / Asy-OS (exchange): alpha >= 0 of a (alpha / 2) ||w||^2 on the "
-                                                "scaled columns in the selection and the refit (default 0: none), or "
-                                                "auto: 0 unless p >= 5 n, where alpha is chosen from 0, 1, 10 by "
-                                                "cross-validation on the training rows")
-    _bool_flag(g, "refit", "refit on the selected features before evaluation (default on; --no-refit)")
-    g.add_argument("--seed", type=int, help="seed of the synthetic data, the L_F estimate, the simulator's "
-                                            "schedule, the learners' shuffles and DFLS's block (default 0): in one "
-                                            "process a run repeats exactly; under mpiexec the data and each rank's "
-                                            "own random choices repeat, but the order in which the workers' "
-                                            "updates meet u_C (so the staleness, and possibly the selection) "
-                                            "depends on timing, which no seed fixes")
-    from ..registry import algorithms_of
-    g = p.add_argument_group(f"sample-stream learners ({', '.join(s.name for s in algorithms_of('stream'))})")
-    g.add_argument("--param", dest="params", help="the learner's parameters, name=value[,name=value...] "
-                                                  "(e.g. eta=0.01,lam=1e-4; see --list-algorithms and the "
-                                                  "class docstrings)")
-    g.add_argument("--scale", help="OS: standard (default with --variant exchange: dense columns centred and "
-                                   "scaled to unit variance, sparse ones to unit root mean square) or none; "
-                                   "sample-stream learners: maxabs (their default: each feature divided by its "
-                                   "largest |value|) or none (the data as given, the ECML'18 protocol)")
-    g.add_argument("--tune", action="store_true", help="choose eta, lam (1/gamma for SOFS) from {1e-1, 1e-1.5, "
-                                                       "..., 1e-8} on training accuracy (ECML'18), then fit")
-    g = p.add_argument_group("parallel execution")
-    g.add_argument("--simulate", action="store_true", help="run Asy-OS, or a sample-stream learner as data-parallel "
-                                                           "workers, in one process: with --transport shared-memory, "
-                                                           "messages or node-aggregated, a discrete-event simulation "
-                                                           "of what mpiexec runs with it (--push-mode, --max-batch, "
-                                                           "--max-staleness, --nodes, --cores, --costs); without, "
-                                                           "KDD'16's bounded-staleness simulation (--max-staleness = "
-                                                           "tau, --staleness-policy, --schedule)")
-    g.add_argument("--workers", type=int, help="simulated workers (default 4)")
-    g.add_argument("--max-staleness", type=int, help="bound tau: simulator default = workers; MPI default "
-                                                     "unbounded (measured only)")
-    g.add_argument("--staleness-policy", help="simulator: max (default), uniform or fresh")
-    g.add_argument("--schedule", help="simulator: round-robin (default) or random")
-    g.add_argument("--sharding", help="contiguous, strided, blocked (strided by 16 columns) or hashed (default: "
-                                      "strided; blocked on a synthetic problem; contiguous with --variant kdd16)")
-    g.add_argument("--budget-mode", help="Asy-OS: global (default) or split (each worker keeps s/q "
-                                         "features, KDD'16). global: each worker may keep up to --cap; "
-                                         "theta is the s-th largest |w| over all workers (the others' come "
-                                         "with the replies, or from the shared window); workers drop "
-                                         "features below --slack x theta; the union is cut to s")
-    g.add_argument("--cap", type=int, help="global budget: the most features a worker keeps (default "
-                                           "min(s, ceil(3 s / q), ceil(s/q + 5 sd)), sd the spread of a "
-                                           "shard's share of s random features)")
-    g.add_argument("--slack", type=float, help="global budget: workers drop features below slack x theta, "
-                                               "in (0, 1] (default 0.5)")
-    g.add_argument("--transport", help="MPI (and --simulate): shared-memory (the workers add their changes into "
-                                       "u_C in memory shared on the node; the central rank only watches), messages "
-                                       "(pushes to the central rank, which works across nodes), node-aggregated "
-                                       "(shared memory within each node, one push per node from its leader), or "
-                                       "auto (default: messages with a --push-mode, else shared-memory when every "
-                                       "rank is on one node, node-aggregated when they span several)")
-    g.add_argument("--nodes", type=int, help="--simulate --transport node-aggregated: nodes the workers are spread "
-                                             "over, round-robin (default 1)")
-    g.add_argument("--cores", type=int, help="--simulate with a --transport: cores the simulated ranks share "
-                                             "(default: one each)")
-    g.add_argument("--costs", help="--simulate with a --transport: JSON file of the simulated costs (fields of "
-                                   "asyos.learners.protocol.replay.Costs; default: measured on the development machine)")
-    g.add_argument("--push-mode", help="MPI: pipelined (one push in flight, the steps taken meanwhile summed "
-                                       "into the next), each-step (wait for the fresh u_C after every step, "
-                                       "KDD'16 Alg. 3 literally), or auto (default: pipelined, each-step "
-                                       "with --max-staleness)")
-    g.add_argument("--max-batch", type=int, help="MPI, pipelined: the most steps a worker sums into one push "
-                                                 "while its previous push is in flight; then it waits "
-                                                 "(default 16; 0 = no limit)")
-    g.add_argument("--watchdog-timeout", type=float, help="MPI: seconds of silence before a worker is "
-                                                          "declared lost (default 5)")
-    g.add_argument("--setup-timeout", type=float, help="MPI: seconds every rank may take to load its data "
-                                                       "(default 600)")
-    g.add_argument("--chunk-rows", type=int, help="running averages: rows read from the file at a time "
-                                                  "(default 4096)")
-    g.add_argument("--trace-every", type=int, help="record the training objective and error every k worker "
-                                                   "steps, with the time (default: with --output, rows by time at "
-                                                   "a negligible cost, for DIR/run.png; 0: none)")
-    g = p.add_argument_group("dynamic feature space (--algorithm dfls; --param penalty=group_lasso|lp,alpha=A,"
-                             "exponent=P)")
-    g.add_argument("--add-features", metavar="SPEC", help="fit without these columns, then add them by following "
-                                                          "the solution path: indices and ranges (3,7-9) or a "
-                                                          "share chosen by --seed (20%%, the default)")
-    g.add_argument("--remove-features", metavar="SPEC", help="fit on every column, then remove these")
-    g.add_argument("--group-size", type=int, help="group lasso over consecutive groups of K columns (default 1)")
-    g = p.add_argument_group("output")
-    g.add_argument("--output", help="directory for results.json and selection_log.csv")
-    g.add_argument("--overwrite", action="store_true", help="replace the files of a previous run in --output "
-                                                           "(without it, a used --output is refused)")
-    g.add_argument("--save-model", metavar="FILE", help="write the fitted model (selected features, coefficients, "
-                                                        "intercept, scaling, algorithm, asyos version) to FILE; "
-                                                        "'predict --model FILE' applies it to new data")
-    _bool_flag(g, "picture", "with --output, draw DIR/run.png at the end (the default; --no-picture: none, as "
-                             "ASYOS_PICTURE=0 in the environment; python -m asyos.report DIR draws it later)")
-    g.add_argument("-q", "--quiet", action="store_true", help="no summary on stdout and no progress lines on stderr "
-                                                              "(warnings and errors still)")
-    g.add_argument("-v", "--verbose", action="count", help="progress lines on stderr even when it is not a terminal "
-                                                           "(a log file); -vv: debug messages too")
-    g.add_argument("--checkpoint-every", type=float, metavar="SECONDS",
-                   help="with --output: save the run's state to DIR/checkpoint.pkl every SECONDS (default 60; "
-                        "0: only when stopped by SIGTERM or Ctrl-C, which save and exit 143 / 130)")
-    g.add_argument("--time-limit", type=float, metavar="SECONDS",
-                   help="stop after SECONDS of fitting as SIGTERM would (with --output: the state saved, exit 142; "
-                        "continue with --resume DIR, which may give a new --time-limit); for batch queues' limits")
-    g.add_argument("--resume", metavar="DIR", help="continue the stopped run whose --output was DIR, with its "
-                                                   "settings (DIR/run_config.json) from its last checkpoint")
-    return p
+
+
+def _add_option(g, option, shown) -> None:
+    """One declared option as argparse arguments (``--name``; ``--no-name`` too when negatable)."""
+    text = option.help if shown else argparse.SUPPRESS
+    names = [option.short, option.option] if option.short else [option.option]
+    if option.kind is bool:
+        g.add_argument(*names, dest=option.name, action="store_true", help=text)
+        if option.negatable:
+            g.add_argument(f"--no-{option.option[2:]}", dest=option.name, action="store_false",
+                           help=argparse.SUPPRESS)
+    elif option.counted:
+        g.add_argument(*names, dest=option.name, action="count", help=text)
+    else:
+        g.add_argument(*names, dest=option.name, type=option.parse or (None if option.kind is str else option.kind),
+                       choices=option.cli_choices, metavar=option.metavar, help=text)
+
+
+class _FamilyHelp(argparse.Action):
+    """``--help-algorithm NAME`` (the common options and NAME's family's) or ``--help-all``: print, exit 0."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string == "--help-all":
+            make_parser(everything=True).print_help()
+        else:
+            from ..registry import get_algorithm
+            try:
+                family = get_algorithm(values).family
+            except InputError as exc:
+                parser.error(str(exc))
+            make_parser(family).print_help()
+        parser.exit()
 
 
 class CommandLineExit(SystemExit):
@@ -273,7 +173,7 @@ def main(argv=None) -> int:
             return status
     atexit.register(supervisor.mark_finished)   # registered before mpi4py: runs after MPI_Finalize
     from ..records.checkpoint import StopSignals
-    StopSignals.install(supervisor.note_stopping)   # SIGTERM / Ctrl-C: save a checkpoint, then stop (asyos.records.resume)
+    StopSignals.install(supervisor.note_stopping)   # SIGTERM / Ctrl-C: save a checkpoint, then stop (records.resume)
     try:
         status = _main(argv)
     finally:

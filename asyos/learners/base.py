@@ -74,6 +74,13 @@ class Estimator(BaseEstimator):
     """
 
     _parameter_constraints: dict = {}
+    # the fitted attributes a run's record reports (``_run_report``); each family names its own
+    _reported: tuple = ()
+
+    def _run_report(self) -> dict:
+        """The fitted figures a run's record holds (``asyos.runs``): each attribute of ``_reported`` this
+        estimator has, named without its trailing underscore."""
+        return {name.rstrip("_"): getattr(self, name) for name in self._reported if hasattr(self, name)}
 
     # -- parameters -------------------------------------------------------------------------------
     def set_params(self, **params):

@@ -138,19 +138,24 @@ def matrices_on_node(size: int) -> int:
 
 
 def run_running_averages(config, comm=None) -> int:
-    """The CLI for the running-averages learners (one process, or every rank of ``comm``)."""
-    from ..errors import ConvergenceWarning
+    """The CLI for the running-averages learners (one process, or every rank of ``comm``): every rank
+    sets up and reads its rows; rank 0 extracts the model and ends through the run pipeline's ``publish``."""
+    from .pipeline import Clock, publish
+    rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
+    clock = Clock(time.perf_counter())
+    source, problem, estimator = _set_up(config, comm, rank, size)
+    stats, reduced_at = _read_rows(config, comm, rank, size, source, problem, estimator, clock)
+    if rank != 0:
+        return 0
+    return publish(config, _extract(config, source, problem, estimator, stats, size, clock, reduced_at))
+
+
+def _set_up(config, comm, rank, size):
+    """The source, problem and (rank 0) estimator; an input error of any rank is every rank's."""
     from .problem import open_data_source, resolve_problem
     from ..registry import get_algorithm
-    from .summary import build_record, format_summary
-    from ..utils.timing import command_timing
-    from ..records.results import prepare_run_output, write_results
-    from ..records.resume import checkpointer_for, finished, save_run_config
-    import warnings
-
-    rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
-    t0 = time.perf_counter()
-    spec = get_algorithm(config.algorithm)
+    from ..records.results import prepare_run_output
+    from ..records.resume import save_run_config
     error, setup = None, None
     try:
         if config.simulate or config.tune:
@@ -166,11 +171,11 @@ def run_running_averages(config, comm=None) -> int:
         source = open_data_source(config)
         if getattr(source, "n_features", None):          # before any row is read
             check_gram_memory(source.n_features, matrices_on_node(size), config.algorithm)
-        y = source.labels("train")
-        problem = resolve_problem(config, source, y)
+        problem = resolve_problem(config, source, source.labels("train"))
         # the estimator (its parameters checked) on rank 0 alone, which extracts the model: the other ranks
         # only add rows, without forgetting (refused under MPI), and skip the estimator classes' import of
         # scikit-learn (2.3-2.8 s of CPU a rank here: 30 s for 12 ranks on 2 cores)
+        spec = get_algorithm(config.algorithm)
         estimator = spec.build(config, problem.loss.name, problem.budget) if rank == 0 else None
         if estimator is not None:
             estimator._check_params()
@@ -185,9 +190,15 @@ def run_running_averages(config, comm=None) -> int:
         agree_after_setup(comm, error, timeout=config.setup_timeout)
     elif error:
         raise InputError(error)
-    source, problem, estimator = setup
-    start, stop = rows_of_rank(problem.n_samples, size, rank)
+    return setup
+
+
+def _read_rows(config, comm, rank, size, source, problem, estimator, clock):
+    """This rank's rows accumulated (checkpointed in one process), then reduced to rank 0 under MPI;
+    ``clock.loaded`` is when the rows were read, the second value when they were reduced."""
+    from ..records.resume import checkpointer_for
     from ..utils.progress import Progress
+    start, stop = rows_of_rank(problem.n_samples, size, rank)
     what = f"{config.algorithm}, rank 0 of {size}" if size > 1 else config.algorithm
     progress = Progress(f"{what}: read", stop - start, "rows")       # rank 0 only (asyos.utils.logs)
     check = (lambda y_: problem.loss.check_labels(y_)) if problem.loss.task == "classification" else None
@@ -195,19 +206,27 @@ def run_running_averages(config, comm=None) -> int:
     forgetting, forget_by = (estimator.forgetting, estimator.forget_by) if estimator is not None else (None, "sample")
     stats = accumulate(source, problem.n_features, start, stop, config.chunk_rows, forgetting, forget_by, check,
                        progress, checkpoint)
-    t1 = time.perf_counter()
+    clock.loaded = time.perf_counter()
     if comm is not None:
         from ..distributed.transport import Backoff
         stats = reduce_to_root(comm, stats, Backoff(min_sleep=1e-4, max_sleep=5e-3))
-    t2 = time.perf_counter()
-    if rank != 0:
-        return 0
+    return stats, time.perf_counter()
+
+
+def _extract(config, source, problem, estimator, stats, size, clock, reduced_at):
+    """Rank 0: the model extracted from the statistics, its metrics and record (``pipeline.Outcome``)."""
+    import warnings
+    from ..errors import ConvergenceWarning
+    from .pipeline import Outcome
+    from .summary import build_record, format_summary, report_warnings
+    from ..utils.timing import command_timing
+    from ..records.model_file import save_run_model
+    t0, t1, t2 = clock.started, clock.loaded, reduced_at
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         estimator.fit_stats(stats)
         model = estimator.model_
     t3 = time.perf_counter()
-    from .summary import report_warnings
     notes = report_warnings(caught)
     std = stats.standardize()
     metrics = {"n_selected": int(model.support.size), "objective": std.objective(model.std_coef)}
@@ -229,20 +248,16 @@ def run_running_averages(config, comm=None) -> int:
              "samples_per_s": stats.n_seen / max(t1 - t0, 1e-9), "lam": model.lam, "n_iter": model.n_iter}
     record = build_record(config, problem, "mpi-reduce" if size > 1 else "streamed", model.support,
                           model.coef[model.support], metrics, timing, warnings=notes, **extra)
-    if not config.quiet:
-        print(format_summary(record) + f"\n  running averages of {stats.n_seen} samples on {size} rank(s): "
-              f"accumulate {t1 - t0:.2f} s, reduce {t2 - t1:.3f} s, extract {t3 - t2:.3f} s", flush=True)
-    from ..records.model_file import save_run_model
-    save_run_model(config, record, estimator, scaling=_scaling(std, model), source=source)
-    if config.output:
-        path = write_results(config.output, record, None)
-        stats.save(f"{config.output}/running_averages.npz")
-        finished(config)
-        if not config.quiet:
-            print(f"  results: {path}", flush=True)
-        from .report import draw_after_run
-        draw_after_run(config)
-    return 0
+    summary = (format_summary(record) + f"\n  running averages of {stats.n_seen} samples on {size} rank(s): "
+               f"accumulate {t1 - t0:.2f} s, reduce {t2 - t1:.3f} s, extract {t3 - t2:.3f} s")
+
+    def files(output):
+        stats.save(f"{output}/running_averages.npz")
+        return []
+
+    return Outcome(record, summary, files=files,
+                   save_model=lambda: save_run_model(config, record, estimator, scaling=_scaling(std, model),
+                                                     source=source))
 
 
 def _scaling(std, model) -> dict:

@@ -12,14 +12,14 @@ it out).
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import sys
 import typing
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Optional
 
 from ..errors import InputError
+from .options import OPTIONS, check as check_options
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,76 +29,10 @@ else:  # pragma: no cover
 DEFAULT_N_FEATURES = 2000
 DEFAULT_N_INFORMATIVE = 100
 DEFAULT_SIMULATED_WORKERS = 4
-PUSH_MODES = ("auto", "pipelined", "each-step")
-TRANSPORTS = ("auto", "shared-memory", "messages", "node-aggregated")
 
 
-@dataclass(frozen=True)
-class RunConfig:
-    # what to run
-    algorithm: str = "os"
-    # data: a path, or a synthetic KDD'16 problem
-    data: Optional[str] = None
-    test_data: Optional[str] = None
-    index_base: str = "auto"
-    label_column: Optional[str] = None          # Parquet: the label's column (None: "y")
-    synthetic: str = "regression"
-    n_samples: Optional[int] = None
-    n_features: Optional[int] = None
-    n_informative: Optional[int] = None
-    noise: Optional[float] = None
-    n_test: Optional[int] = None
-    # the model
-    budget: Optional[int] = None
-    loss: str = "auto"
-    passes: Optional[int] = None            # None: "auto"
-    variant: str = "exchange"               # OS / Asy-OS: exchange or kdd16 (Alg. 1-3 literally)
-    fit_intercept: Optional[bool] = None    # None: the variant's default (exchange: on, kdd16: off)
-    step_size: Optional[float] = None
-    step_divisor: float = 1.0
-    decrease_check: bool = True
-    ridge: Optional[float] = 0.0            # None: "auto" (chosen by cross-validation when p >= 5 n)
-    decrease_constant: Optional[float] = None   # kdd16: the paper's c (default 1)
-    refit: bool = True
-    seed: int = 0
-    scale: Optional[str] = None
-    params: Optional[str] = None
-    tune: bool = False
-    # parallel execution
-    simulate: bool = False
-    workers: Optional[int] = None
-    max_staleness: Optional[int] = None
-    staleness_policy: str = "max"
-    schedule: str = "round-robin"
-    sharding: Optional[str] = None          # None: the variant's (data.sharding.default_sharding)
-    budget_mode: Optional[str] = None       # None: global for Asy-OS (resolved_budget_mode)
-    cap: Optional[int] = None
-    slack: Optional[float] = None
-    transport: str = "auto"
-    push_mode: str = "auto"
-    max_batch: int = 16
-    nodes: Optional[int] = None             # --simulate, node-aggregated: virtual nodes (default 1)
-    cores: Optional[int] = None             # --simulate with a transport: cores the ranks share (default: one each)
-    costs: Optional[str] = None             # --simulate with a transport: JSON file of replay.Costs fields
-    watchdog_timeout: float = 5.0
-    setup_timeout: float = 600.0
-    trace_every: Optional[int] = None       # None: "auto" with --output, else none; 0: none
-    chunk_rows: int = 4096
-    # dynamic feature space (--algorithm dfls)
-    add_features: Optional[str] = None
-    remove_features: Optional[str] = None
-    group_size: int = 1
-    # output
-    output: Optional[str] = None
-    overwrite: bool = False                 # replace a previous run's files in --output (else refused)
-    quiet: bool = False                     # -q: no summary, no progress lines
-    picture: bool = True                    # --no-picture: no run.png (asyos.report)
-    verbose: int = 0                        # -v: progress lines even when stderr is not a terminal; -vv: debug
-    save_model: Optional[str] = None        # --save-model FILE: the fitted model (asyos.records.model_file)
-    # checkpoints (asyos.records.resume): seconds between saves (None: DEFAULT_EVERY_S with --output; 0: on stop only)
-    checkpoint_every: Optional[float] = None
-    time_limit: Optional[float] = None      # --time-limit: stop (and save) after this many seconds of fitting
-    resume: bool = False                    # set by --resume DIR (the run's settings come from DIR)
+class _Settings:
+    """What ``RunConfig`` computes from its fields (its fields are ``asyos.runs.options``' declarations)."""
 
     # -- derived ------------------------------------------------------------------------------
     @property
@@ -193,115 +127,22 @@ class RunConfig:
         return dataclasses.replace(self, **changes)
 
     def validated(self) -> "RunConfig":
-        """Checks that need no data; raise ``InputError`` naming the bad setting."""
-        for name, value in vars(self).items():          # inf or nan passed every range check below
-            if isinstance(value, float) and not math.isfinite(value):
-                raise InputError(f"--{name.replace('_', '-')} must be a finite number; got {value}")
-        from ..registry import get_algorithm
-        from ..losses import get_loss
-        from ..data.sharding import SHARDING_SCHEMES
-        from ..learners.protocol.simulator import POLICIES, SCHEDULES
-
-        spec = get_algorithm(self.algorithm)
-        if self.loss != "auto":
-            get_loss(self.loss, smooth=spec.family != "stream")     # the row loops take the hinge too
-        if self.synthetic not in ("regression", "classification"):
-            raise InputError(f"--synthetic must be regression or classification; got {self.synthetic!r}")
-        _require(self.index_base in ("auto", "0", "1", 0, 1),
-                 f"--index-base must be auto, 0 or 1; got {self.index_base!r}")
-        for name in ("n_samples", "n_features", "n_informative", "budget", "passes", "workers", "chunk_rows",
-                     "group_size", "cap"):
-            value = getattr(self, name)
-            if value is not None:
-                _require(value >= 1, f"--{_flag(name)} must be at least 1; got {value}")
-        _require(not (self.quiet and self.verbose), "--quiet and --verbose contradict each other; pass one")
-        for name in ("n_test", "max_staleness", "trace_every", "max_batch", "verbose"):
-            value = getattr(self, name)
-            if value is not None:
-                _require(value >= 0, f"--{_flag(name)} must be >= 0; got {value}")
-        if self.noise is not None:
-            _require(math.isfinite(self.noise) and self.noise >= 0, f"--noise must be >= 0; got {self.noise}")
-        if self.step_size is not None:
-            _require(math.isfinite(self.step_size) and self.step_size > 0,
-                     f"--step-size must be > 0; got {self.step_size}")
-        _require(self.step_divisor >= 1, f"--step-divisor (the paper's m) must be >= 1; got {self.step_divisor}")
-        _require(self.decrease_constant is None or 0 <= self.decrease_constant <= 1,
-                 f"--decrease-constant (the paper's c) must be in [0, 1]; got {self.decrease_constant}")
-        from ..learners.substitution.substitution import VARIANTS
-        _require(self.variant in VARIANTS, f"unknown --variant {self.variant!r}; choose one of: {', '.join(VARIANTS)}")
-        _require(self.decrease_constant is None or self.variant == "kdd16",
-                 "--decrease-constant is KDD'16's c (--variant kdd16); the exchange variant keeps a substitution "
-                 "only if the loss falls")
-        _require(self.ridge is None or (math.isfinite(self.ridge) and self.ridge >= 0),
-                 f"--ridge must be a finite number >= 0; got {self.ridge}")
-        _require(not self.ridge or self.variant == "exchange",
-                 "--ridge is part of the exchange variant; --variant kdd16 has none")
-        _require(self.checkpoint_every is None or self.checkpoint_every >= 0,
-                 f"--checkpoint-every must be >= 0 seconds; got {self.checkpoint_every}")
-        _require(self.checkpoint_every is None or self.output is not None,
-                 "--checkpoint-every needs --output (the checkpoint is written there)")
-        from ..records.model_file import check_model_path
-        check_model_path(self.save_model)
-        _require(not self.overwrite or self.output is not None, "--overwrite goes with --output (the directory "
-                                                                "whose previous run it replaces)")
-        _require(self.time_limit is None or self.time_limit > 0,
-                 f"--time-limit must be > 0 seconds; got {self.time_limit}")
-        _require(self.time_limit is None or self.output is not None,
-                 "--time-limit needs --output (the stopped run's state is saved there)")
-        _require(self.watchdog_timeout > 0, f"--watchdog-timeout must be > 0; got {self.watchdog_timeout}")
-        _require(self.setup_timeout > 0, f"--setup-timeout must be > 0; got {self.setup_timeout}")
-        _require(self.staleness_policy in POLICIES,
-                 f"unknown --staleness-policy {self.staleness_policy!r}; choose one of: {', '.join(POLICIES)}")
-        _require(self.schedule in SCHEDULES,
-                 f"unknown --schedule {self.schedule!r}; choose one of: {', '.join(SCHEDULES)}")
-        _require(self.transport in TRANSPORTS,
-                 f"unknown --transport {self.transport!r}; choose one of: {', '.join(TRANSPORTS)}")
-        _require(not (self.transport in ("shared-memory", "node-aggregated") and self.push_mode != "auto"),
-                 f"--push-mode {self.push_mode} applies to --transport messages; with {self.transport} every "
-                 f"step is written into shared memory directly")
-        _require(self.nodes is None or (self.simulate and self.transport == "node-aggregated"),
-                 "--nodes goes with --simulate --transport node-aggregated (under mpiexec the nodes are the "
-                 "machines the ranks run on)")
-        _require(self.nodes is None or self.nodes >= 1, f"--nodes must be at least 1; got {self.nodes}")
-        for flag, value in (("--cores", self.cores), ("--costs", self.costs)):
-            _require(value is None or (self.simulate and self.transport != "auto"),
-                     f"{flag} goes with --simulate and a --transport (the simulated engine's machine)")
-        _require(self.cores is None or self.cores >= 1, f"--cores must be at least 1; got {self.cores}")
-        _require(self.push_mode in PUSH_MODES,
-                 f"unknown --push-mode {self.push_mode!r}; choose one of: {', '.join(PUSH_MODES)}")
-        _require(not (self.push_mode == "pipelined" and self.max_staleness is not None),
-                 "--max-staleness is enforced step by step: use it with --push-mode each-step (or auto)")
-        _require(self.sharding is None or self.sharding in SHARDING_SCHEMES,
-                 f"unknown --sharding {self.sharding!r}; choose one of: {', '.join(SHARDING_SCHEMES)}")
-        _require(self.scale in (None, "maxabs", "standard", "none"),
-                 f"--scale must be standard or none (OS), maxabs or none (sample-stream learners); got {self.scale!r}")
-        feature_stream = self.algorithm in ("os", "asy-os")
-        _require(not (self.scale == "maxabs" and feature_stream),
-                 "--scale maxabs is the sample-stream learners'; OS takes --scale standard|none")
-        _require(not (self.scale == "standard" and not feature_stream),
-                 "--scale standard is Online Substitution's; the sample-stream learners take maxabs|none")
-        _require(feature_stream or (self.variant == "exchange" and self.fit_intercept is None),
-                 f"--variant and --intercept/--no-intercept apply to Online Substitution (os, asy-os), "
-                 f"not {self.algorithm!r}")
-        _require(feature_stream or self.ridge == 0, f"--ridge applies to Online Substitution (os, asy-os), "
-                                                    f"not {self.algorithm!r}")
-        _require(self.budget_mode in (None, "split", "global"),
-                 f"--budget-mode must be split or global; got {self.budget_mode!r}")
-        _require(self.cap is None or self.resolved_budget_mode == "global", "--cap goes with --budget-mode global")
-        _require(self.slack is None or self.resolved_budget_mode == "global",
-                 "--slack goes with --budget-mode global")
-        _require(self.slack is None or (math.isfinite(self.slack) and 0 < self.slack <= 1),
-                 f"--slack must be in (0, 1]; got {self.slack}")
-        self.estimator_params
-        if self.algorithm != "dfls":
-            for name in ("add_features", "remove_features"):
-                _require(getattr(self, name) is None, f"--{_flag(name)} goes with --algorithm dfls")
-            _require(self.group_size == 1, "--group-size goes with --algorithm dfls")
-        if self.data is None:
-            _require(self.test_data is None, "--test-data needs --data")
-            p, s = self.synthetic_features, self.synthetic_informative
-            _require(s <= p, f"--n-informative ({s}) is larger than --n-features ({p})")
+        """Checks that need no data (``asyos.runs.options.check``: each option's own, then each family's
+        rules); raise ``InputError`` naming the bad setting."""
+        check_options(self)
         return self
+
+
+def _annotation(option):
+    return Optional[option.kind] if option.optional else option.kind
+
+
+RunConfig = dataclasses.make_dataclass(
+    "RunConfig", [(o.name, _annotation(o), dataclasses.field(default=o.default)) for o in OPTIONS.values()],
+    bases=(_Settings,), frozen=True)
+RunConfig.__module__ = __name__               # pickled with the checkpoints: found here by name
+RunConfig.__doc__ = """Everything a run needs, a frozen dataclass whose fields are the options declared by family in
+``asyos.runs.options`` (the common core, then OS / Asy-OS, parallel execution, sample stream, DFLS)."""
 
 
 def _parse_value(text: str):
@@ -316,15 +157,6 @@ def _parse_value(text: str):
         except ValueError:
             pass
     return text
-
-
-def _flag(name: str) -> str:
-    return name.replace("_", "-")
-
-
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise InputError(message)
 
 
 FIELD_TYPES = {f.name: f.type for f in fields(RunConfig)}

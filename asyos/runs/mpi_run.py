@@ -47,7 +47,7 @@ import numpy as np
 from ..data.sharding import shard_columns
 from ..data.synthetic import generates_columns, generates_test_columns
 from ..records.checkpoint import RunInterrupted, StopSignals
-from ..records.resume import finished, rank_checkpointer, save_run_config
+from ..records.resume import rank_checkpointer
 from ..errors import EXIT_CENTRAL_LOST, EXIT_OK, EXIT_WORKER_FAILED, ConvergenceWarning, InputError
 from ..data.columnar import is_column_matrix
 from ..learners.checks import columns_dense
@@ -67,8 +67,8 @@ from ..distributed.mpi_node import NodeAggregatedTransport
 from ..distributed.mpi_shared import SharedMemoryTransport, ranks_share_one_node
 from ..distributed.ridge_pool import agree_on_ridge, chooses, offer
 from ..distributed.supervisor import note_segments, shared_memory_segments, unlink_segments
-from ..distributed.transport import (Backoff, Deadline, abort_job, agree_after_setup, ranks_oversubscribe_cores, wait_all,
-                        wait_object)
+from ..distributed.transport import (Backoff, Deadline, abort_job, agree_after_setup, ranks_oversubscribe_cores,
+                                      wait_all, wait_object)
 from ..distributed.watch import Watch, end_run, patience, release_workers, wait_release
 
 ERROR_GRACE = 5.0                 # a failed worker waits this long for the central rank to abort
@@ -183,9 +183,8 @@ def resolve_transport(config, comm) -> str:
 
 # ------------------------------------------------------------------------------------ setup
 def _central_setup(config, n_workers):
-    from ..records.results import prepare_run_output
-    prepare_run_output(config)
-    save_run_config(config)
+    from .pipeline import start
+    start(config)                       # the run pipeline's first steps: the output directory, the settings
     source = open_data_source(config)
     y = source.labels("train")
     problem = resolve_problem(config, source, y)
@@ -385,20 +384,12 @@ def _central_main(config, comm, setup, lipschitz, backoff, t_start, oversubscrib
 
     record = _central_results(config, setup, finals, central, lipschitz, trace, async_s, busy_s, t_start,
                               oversubscribed, transport.name, theta, steps_before)
+    from .pipeline import Outcome, publish
     from .summary import format_summary
-    if not config.quiet:
-        print(format_summary(record), flush=True)
     from ..records.model_file import save_run_model
-    save_run_model(config, record, scaling=record.get("scaling"), source=setup["source"])
-    if config.output:
-        from ..records.results import write_results
-        rows = [row for f in finals for row in f["log"]]
-        path = write_results(config.output, record, rows)
-        finished(config)
-        if not config.quiet:
-            print(f"  results: {path}", flush=True)
-        from .report import draw_after_run
-        draw_after_run(config)
+    publish(config, Outcome(record, format_summary(record), selection_rows=[row for f in finals for row in f["log"]],
+                            save_model=lambda: save_run_model(config, record, scaling=record.get("scaling"),
+                                                              source=setup["source"])))
     return record
 
 
@@ -433,15 +424,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         warnings.simplefilter("always", ConvergenceWarning)
         outcome = conclude(candidates, central.u, y, loss, plan, options, config.seed, finals[0]["step_size"],
                            lipschitz, refit=config.refit, raw_columns=raw_columns)
-    notes = report_warnings(caught)
-    shards = {}
-    for f in finals:                    # each worker's data warnings (its shard's columns), once each
-        for note in f.get("warnings", ()):
-            shards.setdefault(note, []).append(f["worker"] + 1)
-    for note, ranks in shards.items():
-        note = f"{note} (the shards of rank(s) {', '.join(map(str, ranks))})"
-        print(f"asyos: warning: {note}", file=sys.stderr, flush=True)
-        notes.append(note)
+    notes = report_warnings(caught) + _shard_warnings(finals)
     done = outcome.finished
     selected, weights, columns = done.features, done.coef, raw_columns[done.positions]
     coef_sel, intercept = outcome.coef, outcome.intercept
@@ -457,6 +440,33 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
     metrics["objective_selection"] = outcome.objective_selection
     metrics["objective_candidates"] = outcome.objective_candidates
     wall_s = time.perf_counter() - t_start
+    extra = _record_extras(config, finals, central, lipschitz, async_s, busy_s, oversubscribed, transport, theta,
+                           steps_before, setup, options, plan, candidates, done, weights, intercept, notes)
+    if trace is not None:
+        extra["trace"] = trace.as_dict()
+    finish_s = wall_s - setup["loaded_s"] - setup["connect_s"] - async_s
+    timing = {"wall_s": wall_s, "setup_s": wall_s - async_s,
+              **command_timing(t_start, load_s=setup["loaded_s"], connect_s=setup["connect_s"], async_s=async_s,
+                               finish_s=finish_s)}
+    return build_record(config, problem, "mpi", selected, coef_sel, metrics, timing, **extra)
+
+
+def _shard_warnings(finals) -> list:
+    """Each worker's data warnings (its shard's columns), once each, printed and returned."""
+    shards, notes = {}, []
+    for f in finals:
+        for note in f.get("warnings", ()):
+            shards.setdefault(note, []).append(f["worker"] + 1)
+    for note, ranks in shards.items():
+        note = f"{note} (the shards of rank(s) {', '.join(map(str, ranks))})"
+        print(f"asyos: warning: {note}", file=sys.stderr, flush=True)
+        notes.append(note)
+    return notes
+
+
+def _record_extras(config, finals, central, lipschitz, async_s, busy_s, oversubscribed, transport, theta,
+                   steps_before, setup, options, plan, candidates, done, weights, intercept, notes) -> dict:
+    """The MPI record's fields beyond the common ones: the workers, the pushes, the staleness, the finish."""
     staleness = central.staleness_summary()
     workers = [{"rank": f["worker"] + 1, "n_features": f["n_features"], "budget": f["budget"], "steps": f["steps"],
                 "refused": f["refused"], "compute_s": f["compute_s"], "loop_s": f.get("loop_s"),
@@ -502,13 +512,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
         n_candidates=candidates.size,
         scaling=_scaling(candidates, done) if options.scale else None,
     )
-    if trace is not None:
-        extra["trace"] = trace.as_dict()
-    finish_s = wall_s - setup["loaded_s"] - setup["connect_s"] - async_s
-    timing = {"wall_s": wall_s, "setup_s": wall_s - async_s,
-              **command_timing(t_start, load_s=setup["loaded_s"], connect_s=setup["connect_s"], async_s=async_s,
-                               finish_s=finish_s)}
-    return build_record(config, problem, "mpi", selected, coef_sel, metrics, timing, **extra)
+    return extra
 
 
 def _scaling(candidates, done) -> dict:

@@ -491,7 +491,7 @@ PICTURE_ENV = "ASYOS_PICTURE"
 
 def pictures_wanted() -> bool:
     """``ASYOS_PICTURE=0`` in the environment turns the end-of-run picture off, as ``--no-picture``
-    does (the test suite sets it, except for the tests of the pictures and of README's examples:
+    does (the test suite sets it, except for the tests of the pictures and of the commands of README and docs/:
     drawing costs 1-4 s a run, mostly matplotlib's import and layout, measured on 2 loaded cores)."""
     return os.environ.get(PICTURE_ENV, "1") != "0"
 

@@ -37,12 +37,14 @@ import csv
 import math
 import os
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..records.checkpoint import RunInterrupted
-from ..errors import EXIT_OK, InputError
+from ..records.results import atomic_file
+from ..errors import InputError
 from ..utils.timing import describe
 
 DEFAULT_BLOCK = "20%"
@@ -112,169 +114,201 @@ def _rmse(model, X, y) -> float:
 
 
 def run_dfls(config) -> int:
-    from ..learners.path.dfls import DFLS
-    from ..records.results import atomic_file, environment, prepare_run_output, write_json_atomic
-    from ..records.resume import checkpointer_for, finished, save_run_config, with_progress
-    from ..utils.timing import command_timing
+    from .pipeline import carry_out
+    return carry_out(config, DFLSRun())
 
-    t0 = time.perf_counter()
-    prepare_run_output(config)
-    save_run_config(config)
-    if config.add_features is not None and config.remove_features is not None:
-        raise InputError("give --add-features or --remove-features, not both")
-    direction = "remove" if config.remove_features is not None else "add"
-    spec = config.remove_features if direction == "remove" else (config.add_features or DEFAULT_BLOCK)
-    params = dict(config.estimator_params)
-    if "groups" in params:
-        raise InputError("--param groups is not supported; use --group-size K")
-    model = DFLS(**params)
-    model._check_params()
-    X, y, X_test, y_test, test_note = _load(config)
-    load_s = time.perf_counter() - t0
-    m = X.shape[1]
-    size = config.group_size
-    if size > 1 and model.penalty != "group_lasso":
-        raise InputError("--group-size applies to the group lasso (--param penalty=group_lasso)")
-    labels = np.arange(m) // size
-    if str(spec).strip().endswith("%"):          # a share of the groups
-        units = parse_block(spec, int(labels.max()) + 1, config.seed)
-    else:                                         # columns, completed to whole groups
-        units = np.unique(labels[parse_block(spec, m, config.seed)])
-    block = np.flatnonzero(np.isin(labels, units))
-    if block.size == m:
-        raise InputError("the block's groups cover every feature; at least one must stay")
-    rest = np.setdiff1d(np.arange(m), block)
-    grouped = model.penalty == "group_lasso"
 
-    checkpoint = with_progress(checkpointer_for(config), "dfls")
-    saved = checkpoint.take(CHECKPOINT_KIND) if checkpoint is not None else None
-    done = {} if saved is None else saved["phases"]
+@dataclass
+class _Plan:
+    """The data, the model to fit and the block to move."""
+    model: object
+    X: np.ndarray
+    y: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    test_note: str
+    direction: str
+    labels: np.ndarray
+    block: np.ndarray
+    rest: np.ndarray
 
-    def design(changed):
-        """The standardized columns the model holds after ``fit`` (or after the change), rebuilt
-        from ``X`` by the same computations as the run's (``_columns`` of the same blocks)."""
-        if direction == "add":
-            Z = model._columns(X[:, rest], "X")[0]
-            return np.hstack([Z, model._columns(X[:, block], "X_new")[0]]) if changed else Z
+    @property
+    def grouped(self) -> bool:
+        return self.model.penalty == "group_lasso"
+
+    def design(self, changed):
+        """The standardized columns the model holds after ``fit`` (or after the change), rebuilt from ``X``
+        by the same computations as the run's (``_columns`` of the same blocks)."""
+        model, X = self.model, self.X
+        if self.direction == "add":
+            Z = model._columns(X[:, self.rest], "X")[0]
+            return np.hstack([Z, model._columns(X[:, self.block], "X_new")[0]]) if changed else Z
         Z = model._columns(X, "X")[0]
-        return Z[:, rest] if changed else Z
+        return Z[:, self.rest] if changed else Z
 
-    if saved is not None:
-        model.__dict__.update(saved["model"])
-        model._store_design(design("change" in done))
-        if _digest(model.X_) != saved["design"]:
-            raise InputError(f"checkpoint {checkpoint.path}: the data's columns differ from the saved run's; "
-                             f"rerun without --resume")
 
-    inside = {} if saved is None or saved.get("inside") is None else dict([saved["inside"]])
-    where = {"inside": None}
+class DFLSRun:
+    """The pipeline's part of ``--algorithm dfls``: fit, move the block along the path, solve the reference
+    and retrain (cold and warm), each a checkpointed phase (``_Phases``)."""
 
-    def progress():
-        within = where["inside"]
-        if within is None:
-            return {"phases done": ", ".join(done) or "none"}
-        name, state = within
-        return {"phases done": ", ".join(done) or "none",
-                "in": f"{name}, iteration {(state['fista'] if 'fista' in state else state)['k']}"}
+    def check(self, config) -> None:
+        if config.add_features is not None and config.remove_features is not None:
+            raise InputError("give --add-features or --remove-features, not both")
+        if "groups" in config.estimator_params:
+            raise InputError("--param groups is not supported; use --group-size K")
 
-    def between(name):
+    def load(self, config) -> _Plan:
+        from ..learners.path.dfls import DFLS
+        direction = "remove" if config.remove_features is not None else "add"
+        spec = config.remove_features if direction == "remove" else (config.add_features or DEFAULT_BLOCK)
+        model = DFLS(**config.estimator_params)
+        model._check_params()
+        X, y, X_test, y_test, test_note = _load(config)
+        m, size = X.shape[1], config.group_size
+        if size > 1 and model.penalty != "group_lasso":
+            raise InputError("--group-size applies to the group lasso (--param penalty=group_lasso)")
+        labels = np.arange(m) // size
+        if str(spec).strip().endswith("%"):          # a share of the groups
+            units = parse_block(spec, int(labels.max()) + 1, config.seed)
+        else:                                         # columns, completed to whole groups
+            units = np.unique(labels[parse_block(spec, m, config.seed)])
+        block = np.flatnonzero(np.isin(labels, units))
+        if block.size == m:
+            raise InputError("the block's groups cover every feature; at least one must stay")
+        return _Plan(model, X, y, X_test, y_test, test_note, direction, labels, block,
+                     np.setdiff1d(np.arange(m), block))
+
+    def fit(self, config, plan: _Plan) -> dict:
+        from ..learners.path.dfls import DFLS
+        model, X, y, labels, block, rest, grouped = (plan.model, plan.X, plan.y, plan.labels, plan.block, plan.rest,
+                                                     plan.grouped)
+        phases = _Phases(config, plan)
+        if plan.direction == "add":
+            start = phases.run("fit", lambda state, poll: model.set_params(groups=labels[rest] if grouped else None)
+                               .fit(X[:, rest], y, state=state, between=poll).w_.copy(), iterations=True)
+            phases.run("change", lambda: model.add_features(X[:, block], groups=labels[block] if grouped else None)
+                       .path_)
+            final = np.r_[rest, block]                 # the model's columns, in its order
+            warm_start = np.r_[start, np.zeros(block.size)]
+        else:
+            start = phases.run("fit", lambda state, poll: model.set_params(groups=labels if grouped else None).fit(
+                X, y, state=state, between=poll).w_.copy(), iterations=True)
+            phases.run("change", lambda: model.remove_features(block).path_)
+            final, warm_start = rest, start[rest]
+
+        def solve_reference(state, poll):
+            reference = DFLS(**{**model.get_params(), "groups": labels[final] if grouped else None}).fit(
+                X[:, final], y, state=state, between=poll)
+            return {"w": reference.w_, "kkt_residual": reference.kkt_residual_,
+                    "test_rmse": _rmse(reference, plan.X_test[:, final], plan.y_test)}
+
+        reference = phases.run("reference", solve_reference, iterations=True)
+        cold = phases.run("retrain cold", lambda state, poll: model.batch_solve(tol=RETRAIN_TOL, state=state,
+                                                                                between=poll), iterations=True)
+        warm = phases.run("retrain warm", lambda state, poll: model.batch_solve(
+            w0=warm_start, tol=RETRAIN_TOL, state=state, between=poll), iterations=True)
+        return {"final": final, "reference": reference, "cold": cold, "warm": warm}
+
+    def report(self, config, plan: _Plan, fitted: dict, clock, notes):
+        from .pipeline import Outcome
+        from ..records.results import environment
+        from ..utils.timing import command_timing
+        model, path, final, reference = plan.model, plan.model.path_, fitted["final"], fitted["reference"]
+        m = plan.X.shape[1]
+        coef = np.zeros(m)
+        coef[final] = model.coef_
+        record = {
+            "algorithm": "dfls", "direction": plan.direction, "penalty": model.penalty, "alpha": float(model.alpha),
+            "exponent": model.exponent_ if model.penalty == "lp" else None, "group_size": config.group_size,
+            "n_samples": int(plan.X.shape[0]), "n_features": int(m), "block": plan.block, "test": plan.test_note,
+            "dfls": {"seconds": path.seconds, "kkt_residual": model.kkt_residual_,
+                     "kkt_residual_path": path.kkt_residual_path, "phase1_theta": path.phase1_theta,
+                     "transitions": path.transitions, "rhs_evaluations": path.n_rhs, "newton_steps": path.n_newton,
+                     "fallback": path.fallback, "test_rmse": _rmse(model, plan.X_test[:, final], plan.y_test)},
+            "reference": {"test_rmse": reference["test_rmse"],
+                          "max_coef_difference": float(np.max(np.abs(model.w_ - reference["w"]))),
+                          "kkt_residual": reference["kkt_residual"]},
+            "retrain_cold": _retrain_record(fitted["cold"], reference),
+            "retrain_warm": _retrain_record(fitted["warm"], reference),
+            "coef": coef, "intercept": model.intercept_, "support": np.flatnonzero(coef),
+            "config": config.as_dict(), "environment": environment(),
+            "wall_s": time.perf_counter() - clock.started,
+            "timing": command_timing(clock.started, load_s=clock.load_s,
+                                     fit_s=time.perf_counter() - clock.started - clock.load_s),
+        }
+
+        def files(output):
+            thetas, coefs = path.sample()
+            names = [f"w{c}" for c in (np.r_[plan.rest, plan.block] if plan.direction == "add" else np.arange(m))]
+            with atomic_file(os.path.join(output, "path.csv"), newline="") as fh:
+                writer = csv.writer(fh)
+                writer.writerow(["theta", *names])
+                writer.writerows([[f"{t:.10g}", *(f"{v:.10g}" for v in row)] for t, row in zip(thetas, coefs)])
+            plot_path(path, os.path.join(output, "path.png"),
+                      f"DFLS {plan.direction}: {model.penalty}, alpha = {model.alpha:g}")
+            return ["path.csv", "path.png"]
+
+        return Outcome(record, _summary(record), save_model=lambda: _save_model(config, record, model, final),
+                       files=files)
+
+
+class _Phases:
+    """The run's phases, each done once: skipped when the resumed run did it, saved after it when
+    ``--checkpoint-every`` says so. A phase of FISTA ``iterations`` (the group-lasso solves) also saves
+    between iterations and answers a stop request at the next; the others (the path, and the l_p solves)
+    are one call each, stopped at once by a signal, and resume from the last save."""
+
+    def __init__(self, config, plan: _Plan):
+        from ..records.resume import checkpointer_for, with_progress
+        self.plan, self.model = plan, plan.model
+        self.checkpoint = with_progress(checkpointer_for(config), "dfls")
+        saved = self.checkpoint.take(CHECKPOINT_KIND) if self.checkpoint is not None else None
+        self.done = {} if saved is None else saved["phases"]
+        self.inside = {} if saved is None or saved.get("inside") is None else dict([saved["inside"]])
+        self.where = None                   # (phase, solver state) while inside an iterated phase
+        if saved is not None:
+            self.model.__dict__.update(saved["model"])
+            self.model._store_design(plan.design("change" in self.done))
+            if _digest(self.model.X_) != saved["design"]:
+                raise InputError(f"checkpoint {self.checkpoint.path}: the data's columns differ from the saved "
+                                 f"run's; rerun without --resume")
+
+    def progress(self) -> dict:
+        done = {"phases done": ", ".join(self.done) or "none"}
+        if self.where is None:
+            return done
+        name, state = self.where
+        return {**done, "in": f"{name}, iteration {(state['fista'] if 'fista' in state else state)['k']}"}
+
+    def capture(self) -> dict:
+        return {"phases": self.done, "model": {k: v for k, v in self.model.__dict__.items() if k != "_design"},
+                "design": _digest(self.model.X_), "inside": self.where}
+
+    def between(self, name):
         def poll(state):
-            where["inside"] = (name, state)
-            checkpoint.poll(CHECKPOINT_KIND, capture, progress)
+            self.where = (name, state)
+            self.checkpoint.poll(CHECKPOINT_KIND, self.capture, self.progress)
         return poll
 
-    def phase(name, compute, iterations=False):
-        """Run phase ``name`` unless the resumed run did; then save if it is time. A phase of
-        FISTA ``iterations`` (the group-lasso solves) also saves between iterations, and answers a
-        stop request at the next; the others (the path, and the l_p solves) are one call each,
-        stopped at once by a signal, and resume from the last save."""
-        if name not in done:
-            polled = iterations and checkpoint is not None and model.penalty == "group_lasso"
+    def run(self, name, compute, iterations=False):
+        checkpoint = self.checkpoint
+        if name not in self.done:
+            polled = iterations and checkpoint is not None and self.plan.grouped
             try:
                 if polled:
                     with checkpoint.watching():
-                        done[name] = compute(inside.pop(name, None), between(name))
+                        self.done[name] = compute(self.inside.pop(name, None), self.between(name))
                 else:
-                    done[name] = compute(None, None) if iterations else compute()
+                    self.done[name] = compute(None, None) if iterations else compute()
             except RunInterrupted as exc:
                 if exc.path is not None:
                     raise
                 kept = checkpoint is not None and os.path.exists(checkpoint.path)
-                raise RunInterrupted(exc.signum, checkpoint.path if kept else None, progress()) from None
-            where["inside"] = None
+                raise RunInterrupted(exc.signum, checkpoint.path if kept else None, self.progress()) from None
+            self.where = None
             if checkpoint is not None:
-                checkpoint.poll(CHECKPOINT_KIND, capture, progress)
-        return done[name]
-
-    def capture():
-        return {"phases": done, "model": {k: v for k, v in model.__dict__.items() if k != "_design"},
-                "design": _digest(model.X_), "inside": where["inside"]}
-
-    if direction == "add":
-        start = phase("fit", lambda state, poll: model.set_params(groups=labels[rest] if grouped else None).fit(
-            X[:, rest], y, state=state, between=poll).w_.copy(), iterations=True)
-        phase("change", lambda: model.add_features(X[:, block], groups=labels[block] if grouped else None).path_)
-        final = np.r_[rest, block]                 # the model's columns, in its order
-        warm_start = np.r_[start, np.zeros(block.size)]
-    else:
-        start = phase("fit", lambda state, poll: model.set_params(groups=labels if grouped else None).fit(
-            X, y, state=state, between=poll).w_.copy(), iterations=True)
-        phase("change", lambda: model.remove_features(block).path_)
-        final = rest
-        warm_start = start[rest]
-    path = model.path_
-    t_change = path.seconds
-
-    def solve_reference(state, poll):
-        reference = DFLS(**{**model.get_params(), "groups": labels[final] if grouped else None}).fit(
-            X[:, final], y, state=state, between=poll)
-        return {"w": reference.w_, "kkt_residual": reference.kkt_residual_,
-                "test_rmse": _rmse(reference, X_test[:, final], y_test)}
-
-    reference = phase("reference", solve_reference, iterations=True)
-    cold = phase("retrain cold", lambda state, poll: model.batch_solve(tol=RETRAIN_TOL, state=state, between=poll),
-                 iterations=True)
-    warm = phase("retrain warm", lambda state, poll: model.batch_solve(w0=warm_start, tol=RETRAIN_TOL, state=state,
-                                                                       between=poll), iterations=True)
-    coef = np.zeros(m)
-    coef[final] = model.coef_
-    rmse = _rmse(model, X_test[:, final], y_test)
-    rmse_ref = reference["test_rmse"]
-    record = {
-        "algorithm": "dfls", "direction": direction, "penalty": model.penalty, "alpha": float(model.alpha),
-        "exponent": model.exponent_ if model.penalty == "lp" else None, "group_size": size,
-        "n_samples": int(X.shape[0]), "n_features": int(m), "block": block, "test": test_note,
-        "dfls": {"seconds": t_change, "kkt_residual": model.kkt_residual_,
-                 "kkt_residual_path": path.kkt_residual_path, "phase1_theta": path.phase1_theta,
-                 "transitions": path.transitions, "rhs_evaluations": path.n_rhs, "newton_steps": path.n_newton,
-                 "fallback": path.fallback, "test_rmse": rmse},
-        "reference": {"test_rmse": rmse_ref, "max_coef_difference": float(np.max(np.abs(model.w_ - reference["w"]))),
-                      "kkt_residual": reference["kkt_residual"]},
-        "retrain_cold": _retrain_record(cold, reference),
-        "retrain_warm": _retrain_record(warm, reference),
-        "coef": coef, "intercept": model.intercept_, "support": np.flatnonzero(coef),
-        "config": config.as_dict(), "environment": environment(), "wall_s": time.perf_counter() - t0,
-        "timing": command_timing(t0, load_s=load_s, fit_s=time.perf_counter() - t0 - load_s),
-    }
-    if not config.quiet:
-        print(_summary(record), flush=True)
-    _save_model(config, record, model, final)
-    if config.output:
-        write_json_atomic(os.path.join(config.output, "results.json"), record)
-        finished(config)
-        thetas, coefs = path.sample()
-        names = [f"w{c}" for c in (np.r_[rest, block] if direction == "add" else np.arange(m))]
-        with atomic_file(os.path.join(config.output, "path.csv"), newline="") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(["theta", *names])
-            writer.writerows([[f"{t:.10g}", *(f"{v:.10g}" for v in row)] for t, row in zip(thetas, coefs)])
-        plot_path(path, os.path.join(config.output, "path.png"),
-                  f"DFLS {direction}: {model.penalty}, alpha = {model.alpha:g}")
-        if not config.quiet:
-            print(f"  results: {config.output}/results.json, path.csv, path.png", flush=True)
-        from .report import draw_after_run
-        draw_after_run(config)
-    return EXIT_OK
+                checkpoint.poll(CHECKPOINT_KIND, self.capture, self.progress)
+        return self.done[name]
 
 
 def _save_model(config, record, model, final) -> None:

@@ -41,16 +41,13 @@ import dataclasses
 import itertools
 import os
 import time
-import warnings
 
 import numpy as np
 
-from ..errors import EXIT_OK, ConvergenceWarning, InputError
+from ..errors import InputError
 from ..learners.trace import StreamTrace
 
 CHECKPOINT_KIND = "stream-file"
-# the fitted attributes of the sample-stream learners copied into the record
-FITTED = ("n_samples_seen_", "n_updates_", "online_accuracy_", "lam_", "n_steps_", "raw_intercept_")
 
 
 def streams_rows(config) -> bool:
@@ -78,125 +75,137 @@ def _predict(X, coef, intercept):
 
 def run_stream(config) -> int:
     """Learn from ``config.data`` chunk by chunk (module docstring); report as ``run_local`` does."""
-    from ..utils.progress import Progress
-    from ..metrics import evaluate
-    from .problem import resolve_problem
-    from ..registry import get_algorithm
-    from .summary import build_record, format_summary, report_warnings
-    from ..utils.timing import command_timing
-    from ..records.results import prepare_run_output, write_results
-    from ..records.resume import checkpointer_for, finished, save_run_config
+    from .pipeline import carry_out
+    return carry_out(config, StreamRun())
 
-    t0 = time.perf_counter()
-    prepare_run_output(config)
-    if config.data == "-" and config.resume:
-        raise InputError("standard input is read once: a run reading it cannot be resumed")
-    save_run_config(config)
-    spec = get_algorithm(config.algorithm)
-    source = open_rows(config)
-    chunk_rows = max(1, int(config.chunk_rows))
-    stdin = getattr(source, "path", None) == "-"
-    if stdin:
-        stream = source.iter_rows(0, None, chunk_rows)
-        first = next(stream, None)
-        if first is None:
-            raise InputError("<stdin>: no samples found")
-        problem = resolve_problem(config, source, first[1])
-        stream = itertools.chain([first], stream)
-    else:
-        problem = resolve_problem(config, source, source.labels("train"))
-    estimator = spec.build(config, problem.loss.name, problem.budget)
-    if stdin:
-        if estimator.passes not in ("auto", 1):
-            raise InputError(f"standard input is read once: --passes {estimator.passes} needs a file")
-        passes = 1
-    else:
-        passes = estimator._n_passes(problem.n_samples, problem.n_features)
-    classification = problem.loss.task == "classification"
-    classes = [-1.0, 1.0] if classification else None
-    progress = Progress(config.algorithm, None if stdin else problem.n_samples * passes, "rows")
-    t1 = time.perf_counter()
-    u_parts, y_parts = [], []
-    checkpoint = checkpointer_for(config)          # None for standard input (read once: nothing to resume)
-    first, skip = 0, 0
-    saved = checkpoint.take(CHECKPOINT_KIND) if checkpoint is not None else None
-    if saved is not None:
-        estimator, first, skip = saved["estimator"], saved["pass"], saved["rows"]
-        progress.phase(progress.what, progress.total, progress.unit, first * problem.n_samples + skip)
-    where = {"pass": first, "rows": skip}
-    trace = StreamTrace() if config.output else None    # run.png's curves (asyos.learners.trace): reads, never writes
 
-    def capture():
-        return {"estimator": estimator, **where}
+@dataclasses.dataclass
+class _Opened:
+    source: object
+    problem: object
+    estimator: object
+    passes: int
+    chunk_rows: int
+    stream: object            # standard input's chunks (read once), else None
 
-    def report():
-        return {"pass": f"{where['pass'] + 1} of {passes}", "rows": where["rows"]}
 
-    with warnings.catch_warnings(record=True) as caught, \
-            checkpoint.watching() if checkpoint is not None else contextlib.nullcontext():
-        warnings.simplefilter("always", ConvergenceWarning)
-        for k in range(first, passes):
-            start = skip if k == first else 0           # resumed: the pass continues at its saved row
-            where["pass"], where["rows"] = k, start
-            chunks = stream if stdin else source.iter_rows(start, problem.n_samples, chunk_rows)
-            for X, y in chunks:
-                if checkpoint is not None:
-                    checkpoint.poll(CHECKPOINT_KIND, capture, report)
-                if stdin:
-                    problem.loss.check_labels(y, where="the labels of <stdin>")
-                    fitted = hasattr(estimator, "_state")
-                    u_parts.append(_predict(X, estimator.coef_, _intercept(estimator)) if fitted
-                                   else np.zeros(y.size))
-                    y_parts.append(y)
-                estimator.partial_fit(X, y, classes=classes)
-                where["rows"] += y.size
-                progress.advance(y.size, **{"pass": f"{k + 1} of {passes}"})
-                if trace is not None:
-                    trace.after_chunk(estimator, k)
-    t2 = time.perf_counter()
-    notes = report_warnings(caught)
-    coef, support, intercept = estimator.coef_, estimator.support_, _intercept(estimator)
-    if stdin:
-        problem = dataclasses.replace(problem, n_samples=int(sum(y.size for y in y_parts)))
-    else:
-        for X, y in source.iter_rows(0, problem.n_samples, chunk_rows):
-            u_parts.append(_predict(X, coef, intercept))
-            y_parts.append(y)
-    u_train, y_train = np.concatenate(u_parts), np.concatenate(y_parts)
-    u_test = y_test = None
-    test = [(_predict(X, coef, intercept), y) for X, y in _test_rows(source, chunk_rows)]
-    if test:
-        u_test, y_test = np.concatenate([u for u, _ in test]), np.concatenate([y for _, y in test])
-    t3 = time.perf_counter()
-    metrics = evaluate(problem.loss, coef, u_train, y_train, u_test, y_test, source.true_coef(), support)
-    extra = {"raw_coef": estimator.raw_coef_[support], "intercept": intercept, "n_passes": passes,
-             "chunk_rows": chunk_rows, "train_metrics": "progressive" if stdin else "final model",
-             "samples_per_s": problem.n_samples * passes / max(t2 - t1, 1e-9)}
-    if trace is not None:
-        extra["trace"] = trace.finish(estimator, where["pass"])
-    for name in FITTED:
-        try:
-            extra[name.rstrip("_")] = getattr(estimator, name)
-        except AttributeError:
-            pass
-    timing = {"wall_s": time.perf_counter() - t0, "setup_s": t1 - t0,
-              **command_timing(t0, load_s=t1 - t0, fit_s=t2 - t1, evaluate_s=t3 - t2)}
-    record = build_record(config, problem, "streamed", support, coef[support], metrics, timing, warnings=notes,
-                          **extra)
-    if not config.quiet:
-        print(format_summary(record) + f"\n  streamed {problem.n_samples} rows x {passes} pass(es) in chunks of "
-              f"{chunk_rows}: {extra['samples_per_s']:.0f} samples/s", flush=True)
-    from ..records.model_file import save_run_model
-    save_run_model(config, record, estimator, source=source)
-    if config.output:
+class StreamRun:
+    """The pipeline's family part for a sample-stream learner that learns from a file as it is read."""
+
+    def check(self, config) -> None:
+        if config.data == "-" and config.resume:
+            raise InputError("standard input is read once: a run reading it cannot be resumed")
+
+    def load(self, config) -> _Opened:
+        from .problem import resolve_problem
+        from ..registry import get_algorithm
+        source = open_rows(config)
+        chunk_rows = max(1, int(config.chunk_rows))
+        stream = None
+        if getattr(source, "path", None) == "-":
+            stream = source.iter_rows(0, None, chunk_rows)
+            first = next(stream, None)
+            if first is None:
+                raise InputError("<stdin>: no samples found")
+            problem = resolve_problem(config, source, first[1])
+            stream = itertools.chain([first], stream)
+        else:
+            problem = resolve_problem(config, source, source.labels("train"))
+        estimator = get_algorithm(config.algorithm).build(config, problem.loss.name, problem.budget)
+        if stream is not None:
+            if estimator.passes not in ("auto", 1):
+                raise InputError(f"standard input is read once: --passes {estimator.passes} needs a file")
+            passes = 1
+        else:
+            passes = estimator._n_passes(problem.n_samples, problem.n_features)
+        return _Opened(source, problem, estimator, passes, chunk_rows, stream)
+
+    def fit(self, config, opened):
+        """The passes over the file, chunk by chunk, checkpointed: ``(estimator, where, trace, u_parts,
+        y_parts)`` (standard input's progressive predictions and labels in the parts)."""
+        from ..utils.progress import Progress
+        from ..records.resume import checkpointer_for
+        problem, passes, stdin = opened.problem, opened.passes, opened.stream is not None
+        estimator = opened.estimator
+        classes = [-1.0, 1.0] if problem.loss.task == "classification" else None
+        progress = Progress(config.algorithm, None if stdin else problem.n_samples * passes, "rows")
+        u_parts, y_parts = [], []
+        checkpoint = checkpointer_for(config)          # None for standard input (read once: nothing to resume)
+        first, skip = 0, 0
+        saved = checkpoint.take(CHECKPOINT_KIND) if checkpoint is not None else None
+        if saved is not None:
+            estimator, first, skip = saved["estimator"], saved["pass"], saved["rows"]
+            progress.phase(progress.what, progress.total, progress.unit, first * problem.n_samples + skip)
+        where = {"pass": first, "rows": skip}
+        trace = StreamTrace() if config.output else None    # run.png's curves (asyos.learners.trace): reads only
+
+        def capture():
+            return {"estimator": estimator, **where}
+
+        def report():
+            return {"pass": f"{where['pass'] + 1} of {passes}", "rows": where["rows"]}
+
+        with checkpoint.watching() if checkpoint is not None else contextlib.nullcontext():
+            for k in range(first, passes):
+                start = skip if k == first else 0           # resumed: the pass continues at its saved row
+                where["pass"], where["rows"] = k, start
+                chunks = opened.stream if stdin else opened.source.iter_rows(start, problem.n_samples,
+                                                                             opened.chunk_rows)
+                for X, y in chunks:
+                    if checkpoint is not None:
+                        checkpoint.poll(CHECKPOINT_KIND, capture, report)
+                    if stdin:
+                        problem.loss.check_labels(y, where="the labels of <stdin>")
+                        fitted = hasattr(estimator, "_state")
+                        u_parts.append(_predict(X, estimator.coef_, _intercept(estimator)) if fitted
+                                       else np.zeros(y.size))
+                        y_parts.append(y)
+                    estimator.partial_fit(X, y, classes=classes)
+                    where["rows"] += y.size
+                    progress.advance(y.size, **{"pass": f"{k + 1} of {passes}"})
+                    if trace is not None:
+                        trace.after_chunk(estimator, k)
+        return estimator, where, trace, u_parts, y_parts
+
+    def report(self, config, opened, fitted, clock, notes):
+        from ..metrics import evaluate
+        from .pipeline import Outcome
+        from .summary import build_record, format_summary
+        from ..utils.timing import command_timing
+        estimator, where, trace, u_parts, y_parts = fitted
+        source, problem, passes, chunk_rows = opened.source, opened.problem, opened.passes, opened.chunk_rows
+        stdin = opened.stream is not None
+        coef, support, intercept = estimator.coef_, estimator.support_, _intercept(estimator)
+        if stdin:
+            problem = dataclasses.replace(problem, n_samples=int(sum(y.size for y in y_parts)))
+        else:
+            for X, y in source.iter_rows(0, problem.n_samples, chunk_rows):
+                u_parts.append(_predict(X, coef, intercept))
+                y_parts.append(y)
+        u_train, y_train = np.concatenate(u_parts), np.concatenate(y_parts)
+        u_test = y_test = None
+        test = [(_predict(X, coef, intercept), y) for X, y in _test_rows(source, chunk_rows)]
+        if test:
+            u_test, y_test = np.concatenate([u for u, _ in test]), np.concatenate([y for _, y in test])
+        evaluated = time.perf_counter()
+        metrics = evaluate(problem.loss, coef, u_train, y_train, u_test, y_test, source.true_coef(), support)
+        extra = {"raw_coef": estimator.raw_coef_[support], "intercept": intercept, "n_passes": passes,
+                 "chunk_rows": chunk_rows, "train_metrics": "progressive" if stdin else "final model",
+                 "samples_per_s": problem.n_samples * passes / max(clock.fit_s, 1e-9)}
+        if trace is not None:
+            extra["trace"] = trace.finish(estimator, where["pass"])
+        extra.update(estimator._run_report())
+        timing = {"wall_s": time.perf_counter() - clock.started, "setup_s": clock.load_s,
+                  **command_timing(clock.started, load_s=clock.load_s, fit_s=clock.fit_s,
+                                   evaluate_s=evaluated - clock.fitted)}
+        record = build_record(config, problem, "streamed", support, coef[support], metrics, timing, warnings=notes,
+                              **extra)
+        summary = (format_summary(record) + f"\n  streamed {problem.n_samples} rows x {passes} pass(es) in chunks of "
+                   f"{chunk_rows}: {extra['samples_per_s']:.0f} samples/s")
         log = trace.log() if trace is not None else None
-        path = write_results(config.output, record, [tuple(r.values()) for r in log] if log else None)
-        finished(config)
-        if not config.quiet:
-            print(f"  results: {path}", flush=True)
-        from .report import draw_after_run
-        draw_after_run(config)
-    return EXIT_OK
+        from ..records.model_file import save_run_model
+        return Outcome(record, summary, selection_rows=[tuple(r.values()) for r in log] if log else None,
+                       save_model=lambda: save_run_model(config, record, estimator, source=source))
 
 
 def _intercept(estimator):

@@ -37,6 +37,8 @@ class ProjectedGradient(BudgetedSelector):
     Attributes: ``coef_``, ``raw_coef_``, ``support_``, ``n_iter_``, ``objective_path_``.
     """
 
+    _reported = ("step_size_", "n_iter_", "raw_intercept_")
+
     _parameter_constraints = {"budget": BUDGET, "loss": "no_validation",     # get_loss names the choices
                               "max_iter": [count(1)], "tol": [positive()], "refit": BOOLEAN, "random_state": SEED}
 
@@ -106,6 +108,8 @@ class LassoToBudget(BudgetedSelector):
     Attributes: ``coef_``, ``raw_coef_``, ``support_``, ``alpha_`` (regression) or ``C_``
     (classification), ``n_fits_``, ``search_path_`` (every ``(alpha or C, non-zeros)`` fitted).
     """
+
+    _reported = ("raw_intercept_",)
 
     _parameter_constraints = {"budget": BUDGET, "loss": "no_validation",     # get_loss names the choices
                               "n_alphas": [count(2)], "eps": [Interval(Real, 0, 1, closed="neither")],

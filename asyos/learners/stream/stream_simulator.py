@@ -48,6 +48,8 @@ class AsyncSampleStream(BudgetedSelector):
     forwarded to it), ``staleness_`` (mean, p95, max, histogram), ``n_events_``.
     """
 
+    _reported = ("n_steps_", "n_samples_seen_", "n_updates_", "lam_", "online_accuracy_", "raw_intercept_")
+
     _parameter_constraints = {"learner": [HasMethods(["start", "step_rows", "weights"])], "n_workers": [count(1)],
                               "max_staleness": [count(0), None], "policy": [StrOptions(set(POLICIES))],
                               "schedule": [StrOptions(set(SCHEDULES))], "random_state": SEED}

@@ -28,8 +28,8 @@ from .workers import _nothing, local_lipschitz, make_worker, quiet_float_errors
 from ..params import StrOptions, count, unit
 from ..protocol.plan import BUDGET_MODES
 from ..protocol.simulator import POLICIES, SCHEDULES
+from ..protocol.transports import TRANSPORT_NAMES as TRANSPORTS
 
-TRANSPORTS = ("shared-memory", "messages", "node-aggregated")
 CHECKPOINT_KIND = "asy-os-simulation"
 
 

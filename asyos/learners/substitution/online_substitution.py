@@ -103,6 +103,10 @@ class OnlineSubstitution(BudgetedSelector):
     step_size_, lipschitz_, n_steps_, n_passes_, fit_time_
     """
 
+    # fitted figures of a run's record; the asynchronous ones (threshold_ ...) are AsyncOnlineSubstitution's
+    _reported = ("step_size_", "lipschitz_", "n_steps_", "threshold_", "n_dropped_", "slack_", "threshold_age_",
+                 "n_candidates_", "raw_intercept_", "n_passes_", "finish_", "ridge_", "ridge_scores_")
+
     _parameter_constraints = {    # loss: get_loss names the choices (and why hinge is refused)
         "budget": BUDGET, "loss": "no_validation", "passes": PASSES,
         "variant": [StrOptions({"exchange", "kdd16"})], "fit_intercept": ["boolean", None],
