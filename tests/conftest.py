@@ -73,7 +73,7 @@ def compile_kernels():
 
 
 # Seconds a test of these files takes, about (measured with --durations on this project's 2-core
-# machine, the suite on both cores): the tests that start processes (README's commands, benchmark
+# machine, the suite on both cores): the tests that start processes (the commands of README and docs/, benchmark
 # scripts, mpiexec jobs) and the few long in-process ones, by the first prefix of the node id that
 # matches (a file before its directory). Any other test counts LIGHT.
 COST = {"tests/test_readme.py::test_every_readme_command_runs_as_written": 220.0,

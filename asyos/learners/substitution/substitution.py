@@ -67,7 +67,7 @@ and the decrease check compares the penalised losses. Why: with few samples (62-
 features) the unpenalised exchange fits the training rows exactly and keeps features that fit a few of them;
 the ridge keeps the residual spread over the rows (as ``alpha`` grows the scores tend to the marginal
 gains, ``SelectKBest``'s ranking). Measured on ``benchmarks/bench_real_selection.py --small-n``'s generators
-(README, "Few samples, many features"): ``alpha = 10`` raised the mean test accuracy on gene-expression-like
+(docs/results.md, "Few samples, many features"): ``alpha = 10`` raised the mean test accuracy on gene-expression-like
 sets from 0.69 to 0.73 (18 cells), and on sparse fingerprints with 10% positives made it predict the majority
 class (0.900 against 0.971), so it is off by default.
 """
