@@ -170,7 +170,7 @@ PROFILES = {
 
 # -- data -------------------------------------------------------------------------------------------
 def task_of(name):
-    return "regression" if name in REGRESSION else "classification"
+    return "regression" if split_draw(name)[0] in REGRESSION else "classification"
 
 
 def missing_data(data_dir, names):
@@ -297,8 +297,45 @@ def stratified_subsample(X, y, rows, seed=0):
     return X[keep], y[keep]
 
 
+DRAW = "~"      # ``genes-62x2000~2``: the second draw of a generated or subsampled p >> n set (``--draws``)
+
+
+def drawn(names, draws):
+    """``names`` followed by draws 2..``draws`` of each generated or subsampled p >> n set among them."""
+    extra = [f"{n}{DRAW}{d}" for d in range(2, draws + 1) for n in names if n in GENES or n in FINGERPRINTS
+             or n in SUBSAMPLES]
+    return list(names) + extra
+
+
+def split_draw(name):
+    """``(base name, draw)``: draw 1 is the set as listed (its fixed seed); draw ``d`` > 1 takes the
+    generator seed ``1000 (d - 1) + seed`` or the subsample seed ``d - 1``."""
+    base, _, d = name.partition(DRAW)
+    if not d:
+        return name, 1
+    if base not in GENES and base not in FINGERPRINTS and base not in SUBSAMPLES or not d.isdigit() or int(d) < 2:
+        raise SystemExit(f"unknown data set {name!r}: draws ({DRAW}2, {DRAW}3, ...) exist of the small-n sets")
+    return base, int(d)
+
+
 def load(data_dir, name):
     """``(X, y, source)``: float64 dense or CSR ``X``, float labels, and where the data came from."""
+    if DRAW in name:
+        base, d = split_draw(name)
+        if base in GENES:
+            g = {**GENES[base], "seed": 1000 * (d - 1) + GENES[base]["seed"]}
+            return (*gene_expression(**g), f"{GENERATED[base]}, draw {d} (seed {g['seed']})")
+        if base in FINGERPRINTS:
+            f = {**FINGERPRINTS[base], "seed": 1000 * (d - 1) + FINGERPRINTS[base]["seed"]}
+            return (*fingerprints(**f), f"{GENERATED[base]}, draw {d} (seed {f['seed']})")
+        source, rows = SUBSAMPLES[base]
+        X, y = stratified_subsample(*pooled(os.path.join(data_dir, FILES[source])), rows, seed=d - 1)
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=np.float64)
+            X.sum_duplicates()
+            X.sort_indices()
+        return (X, np.asarray(y, dtype=np.float64),
+                f"generated: {source}, stratified subsample of {rows} rows, draw {d} (default_rng({d - 1}))")
     if name == STAND_IN:
         X, y, Xt, yt = sparse_stand_in()
         return sp.vstack([X, Xt]).tocsr(), np.concatenate([y, yt]), GENERATED[name]
@@ -757,6 +794,46 @@ def summarise(units, datasets, methods):
     return out
 
 
+def standing(summary, methods):
+    """Each method's standing over the cells (data set x k) of a task where every method of ``methods`` and
+    every peer has a score: ``{task: {"all" | k: {method: {"cells", "mean", "at_or_above_best_peer",
+    "mean_gap"}}}}``; a method's own standing counts it against the best of the peers (a peer against the
+    best of the others)."""
+    out = {}
+    for task in ("classification", "regression"):
+        cells = [(n, k, summary[n]["results"][str(k)]["methods"]) for n in summary if summary[n]["task"] == task
+                 for k in summary[n]["ks"]]
+        cells = [(n, k, c) for n, k, c in cells
+                 if all(m in c and c[m]["mean"] is not None for m in methods)]
+        if not cells:
+            continue
+        groups = {"all": cells, **{str(k): [c for c in cells if c[1] == k] for k in sorted({c[1] for c in cells})}}
+        out[task] = {}
+        for group, members in groups.items():
+            table = {}
+            for m in methods:
+                gaps = []
+                for _, _, c in members:
+                    others = [c[q]["mean"] for q in PEERS if q != m and q in c and c[q]["mean"] is not None]
+                    if others:
+                        gaps.append(c[m]["mean"] - max(others))
+                table[m] = {"cells": len(members), "mean": float(np.mean([c[m]["mean"] for _, _, c in members])),
+                            "at_or_above_best_peer": int(sum(g >= -1e-12 for g in gaps)),
+                            "mean_gap": float(np.mean(gaps)) if gaps else None}
+            out[task][group] = table
+    return out
+
+
+def print_standing(table):
+    for task, groups in table.items():
+        rows = [[group, m, t["cells"], f"{t['mean']:.4f}", t["at_or_above_best_peer"],
+                 f"{t['mean_gap']:+.4f}" if t["mean_gap"] is not None else "-"]
+                for group, methods in groups.items() for m, t in methods.items()]
+        print_table(f"{task}: standing over the cells where every method ran (k = all, or one budget); at or above = "
+                    "cells where the method's mean is at least the best other peer's",
+                    ["k", "method", "cells", "mean", "at or above best peer", "mean gap"], rows)
+
+
 def cpu_ratios(units, name, k):
     """Each method's process CPU over abess's, fold by fold (the mean of the per-fold ratios)."""
     mine = [u for u in units if u["dataset"] == name and u["k"] == k and u.get("cpu_s") is not None]
@@ -882,7 +959,10 @@ def report_from_logs(run, profile, paths):
     profile["mpi_sets"] = sorted({u["dataset"] for u in units if u["method"] in MPI_FLAGS})
     summary = summarise(units, datasets, methods)
     print_tables(summary, methods, profile)
-    path = run.finish({"datasets": summary, "from_logs": list(paths), "baseline": BASELINE, "peers": list(PEERS)})
+    ranked = standing(summary, [m for m in methods if m not in MPI_FLAGS])
+    print_standing(ranked)
+    path = run.finish({"datasets": summary, "standing": ranked, "from_logs": list(paths), "baseline": BASELINE,
+                       "peers": list(PEERS)})
     draw(run, summary, methods)
     print(f"results: {path}")
 
@@ -909,6 +989,9 @@ def main():
     p.add_argument("--small-n", action="store_true",
                    help=f"the p >> n profile: {','.join(SMALL_N)} (generated gene-expression-like and fingerprint "
                         f"sets, stratified subsamples of shared sets), k in {{10, 50}}, 5 folds")
+    p.add_argument("--draws", type=int, default=1,
+                   help="with --small-n: also draws 2..N of each generated set (other generator seeds) and "
+                        "subsample (other rows), as data sets NAME~2, NAME~3, ... (default 1: the sets as listed)")
     p.add_argument("--sets", help=f"comma-separated subset of {','.join(DATASETS)} (default: the profile's)")
     p.add_argument("--ks", help="comma-separated feature budgets (default 10,50; quick 5)")
     p.add_argument("--methods", help=f"comma-separated subset of {','.join(METHODS)} (default: all)")
@@ -937,6 +1020,9 @@ def main():
         if args.folds < 2:
             raise SystemExit("--folds must be at least 2")
         profile["folds"] = args.folds
+    if args.draws < 1 or args.draws > 1 and not args.small_n:
+        raise SystemExit("--draws takes a count of at least 1, and more than 1 only with --small-n")
+    profile["datasets"] = drawn(profile["datasets"], args.draws)
     if not profile["datasets"] or not profile["methods"] or not profile["ks"]:
         raise SystemExit("nothing to run: --sets, --methods and --ks must each name something")
     try:
@@ -944,7 +1030,7 @@ def main():
     except ImportError:
         raise SystemExit("scikit-learn is needed (cross-validation and the peers): pip install scikit-learn") from None
     data_dir = datasets_dir(args.data_dir)
-    shared = [n for n in profile["datasets"] if n in FILES]
+    shared = sorted({split_draw(n)[0] for n in profile["datasets"] if split_draw(n)[0] in FILES})
     problem = missing_data(data_dir, shared) if shared else None        # generated sets need no data directory
     if problem and not args.quick:
         raise SystemExit(problem)
@@ -985,9 +1071,12 @@ def main():
     print()
     summary = summarise(run.units, datasets, profile["methods"])
     print_tables(summary, profile["methods"], profile)
+    ranked = standing(summary, [m for m in profile["methods"] if m not in MPI_FLAGS])      # MPI: some sets only
+    print_standing(ranked)
     if notes:
         print("Notes:\n" + "\n".join(f"  * {n}" for n in notes))
-    path = run.finish({"datasets": summary, "notes": notes, "baseline": BASELINE, "peers": list(PEERS),
+    path = run.finish({"datasets": summary, "standing": ranked, "notes": notes, "baseline": BASELINE,
+                       "peers": list(PEERS),
                        "seconds": time.time() - run.started})
     draw(run, summary, profile["methods"])
     print(f"total time: {time.time() - run.started:.0f} s")
