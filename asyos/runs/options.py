@@ -140,8 +140,7 @@ DATA = Options("data", "data (default: a KDD'16 synthetic problem)", (
 def _known_loss(config) -> Optional[str]:
     if config.loss != "auto":
         from ..losses import get_loss
-        from ..registry import get_algorithm
-        get_loss(config.loss, smooth=get_algorithm(config.algorithm).family != "stream")   # row loops take hinge
+        get_loss(config.loss, smooth=family_of(config) != "stream")   # the row loops take the hinge too
     return None
 
 
@@ -174,9 +173,9 @@ MODEL = Options("model", "model", (
     _known_loss,
     _params_parse,
     lambda c: ("--scale maxabs is the sample-stream learners'; OS takes --scale standard|none"
-               if c.scale == "maxabs" and c.algorithm in FEATURE_STREAM else None),
+               if c.scale == "maxabs" and family_of(c) == "substitution" else None),
     lambda c: ("--scale standard is Online Substitution's; the sample-stream learners take maxabs|none"
-               if c.scale == "standard" and c.algorithm not in FEATURE_STREAM else None),
+               if c.scale == "standard" and family_of(c) != "substitution" else None),
 ))
 
 OUTPUT = Options("output", "output", (
@@ -225,7 +224,10 @@ def _model_path(path) -> Optional[str]:
 
 
 # -- the families' own -----------------------------------------------------------------------------------------
-FEATURE_STREAM = ("os", "asy-os")           # the algorithms of Online Substitution's options
+def family_of(config) -> str:
+    """The registry's family of ``config.algorithm`` (the rules below ask it, not algorithm names)."""
+    from ..registry import get_algorithm
+    return get_algorithm(config.algorithm).family
 
 
 def _variants():
@@ -262,10 +264,10 @@ SUBSTITUTION = Options("substitution", "Online Substitution (os, asy-os)", (
     lambda c: ("--ridge is part of the exchange variant; --variant kdd16 has none"
                if c.ridge and c.variant != "exchange" else None),
     lambda c: (f"--variant and --intercept/--no-intercept apply to Online Substitution (os, asy-os), not "
-               f"{c.algorithm!r}" if c.algorithm not in FEATURE_STREAM and
+               f"{c.algorithm!r}" if family_of(c) != "substitution" and
                (c.variant != "exchange" or c.fit_intercept is not None) else None),
     lambda c: (f"--ridge applies to Online Substitution (os, asy-os), not {c.algorithm!r}"
-               if c.algorithm not in FEATURE_STREAM and c.ridge != 0 else None),
+               if family_of(c) != "substitution" and c.ridge != 0 else None),
 ))
 
 
@@ -372,10 +374,10 @@ DFLS = Options("dfls", "dynamic feature space (--algorithm dfls; --param penalty
     _opt("group_size", int, 1, "group lasso over consecutive groups of K columns (default 1)", at_least=1),
 ), families=("path",), rules=(
     lambda c: ("--add-features goes with --algorithm dfls"
-               if c.algorithm != "dfls" and c.add_features is not None else None),
+               if family_of(c) != "path" and c.add_features is not None else None),
     lambda c: ("--remove-features goes with --algorithm dfls"
-               if c.algorithm != "dfls" and c.remove_features is not None else None),
-    lambda c: "--group-size goes with --algorithm dfls" if c.algorithm != "dfls" and c.group_size != 1 else None,
+               if family_of(c) != "path" and c.remove_features is not None else None),
+    lambda c: "--group-size goes with --algorithm dfls" if family_of(c) != "path" and c.group_size != 1 else None,
 ))
 
 # every group, in the order of RunConfig's fields; the common ones come first in --help
