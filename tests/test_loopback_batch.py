@@ -196,3 +196,12 @@ def test_one_sweep_gives_the_three_products_of_the_exchange_score():
         if with_c:
             np.testing.assert_allclose(c[:m], (XS[:m] ** 2) @ h, rtol=1e-12)
         assert np.isnan(gS[m:]).all() and np.isnan(a[m:]).all()    # the rows past m are left alone
+
+
+def test_the_visits_counters_are_written_and_read_by_name():
+    from asyos.learners.substitution import _compiled_step as compiled
+    counters = np.full(compiled.N_COUNTERS, 99, dtype=np.int64)
+    given = dict(pass_index=1, pos=2, changes=3, passes_run=4, size=5, steps=6, checks=7, check_rejections=8)
+    compiled.set_counters(counters, **given)
+    assert counters.tolist() == [1, 2, 3, 4, 5, 6, 7, 8, 0, compiled.RUNNING, -1]    # the slots loopback_visits reads
+    assert compiled.read_counters(counters) == {**given, "events": 0, "status": compiled.RUNNING, "last_j": -1}

@@ -35,16 +35,16 @@ def test_barda_buffer_trims_and_rescans_give_eq_1_2_exactly(monkeypatch, lam, B)
     expected = barda(X, y, orders(X.shape[0], passes=2, seed=3), B, 1.0, lam, 1e-2, "squared_hinge")
     np.testing.assert_allclose(model.coef_, expected, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(model.support_, np.flatnonzero(expected))
-    assert model._state.counts[2] <= 2 * B                         # the buffer never outgrew its capacity
+    assert model._state.counts[_stream_kernels.BA_BUFFER] <= 2 * B     # the buffer never outgrew its capacity
     if lam >= 0.2:
-        assert model._state.bound[1] > 0                           # the rescan ran
+        assert model._state.bound[_stream_kernels.BB_RESCANS] > 0      # the rescan ran
 
 
 def test_barda_rescans_happen_on_the_wide_problem_with_a_small_buffer(monkeypatch):
     monkeypatch.setattr(BudgetedARDA, "BUFFER", 1)
     X, y = wide_problem()
     model = BudgetedARDA(budget=2, eta=1.0, lam=5.0, passes=2, scale=None, random_state=3).fit(X, y)
-    assert model._state.bound[1] >= 2
+    assert model._state.bound[_stream_kernels.BB_RESCANS] >= 2
 
 
 @pytest.mark.parametrize("lam", [0.0, 0.05, 1.0])
@@ -168,3 +168,34 @@ def test_maxabs_scaling_is_the_diagonal_product_bit_for_bit():
     np.testing.assert_array_equal(rows.data, expected.data)
     np.testing.assert_array_equal(model.scale_, np.where(abs(X).max(axis=0).toarray().ravel() > 0,
                                                          abs(X).max(axis=0).toarray().ravel(), 1.0))
+
+
+def test_the_named_slots_keep_the_layout_of_the_saved_states():
+    """The packing helpers put every named value in the slot it has always had (pickles and checkpoints
+    hold these arrays as they are), and every ``counts`` starts with the samples seen and ends with the
+    updates and the mistakes (``SEEN``, ``UPDATES``, ``MISTAKES``)."""
+    K = _stream_kernels
+    frozen = {
+        "budgeted_params": (K.budgeted_params(eta=1, lam=2, delta=3, budget=4, loss=5, power=6), [1, 2, 3, 4, 5, 6]),
+        "ofs_params": (K.ofs_params(eta=1, lam=2, budget=3, loss=4), [1, 2, 3, 4]),
+        "sofs_params": (K.sofs_params(gamma=7), [7]),
+        "l1arda_params": (K.l1arda_params(eta=1, lam=2, delta=3, loss=4), [1, 2, 3, 4]),
+        "prox_params": (K.prox_params(eta=1, lam1=2, lam2=3, delta=4, adaptive=5, loss=6), [1, 2, 3, 4, 5, 6]),
+        "rda_params": (K.rda_params(lam1=1, lam2=2, gamma=3, loss=4), [1, 2, 3, 4]),
+        "barda_bound": (K.barda_bound(), [0.0, 0.0, -1.0, 0.0]),
+        "ofs_scale": (K.ofs_scale(), [1.0, 0.0]),
+        "barda_counts": (K.barda_counts(seen=1, members=2, buffer=3, active=4, floor=5, updates=6, mistakes=7),
+                         [1, 2, 3, 4, 5, 6, 7]),
+        "fresh barda_counts": (K.barda_counts(), [0, 0, 0, 0, -1, 0, 0]),
+        "kept_counts": (K.kept_counts(seen=1, kept=2, updates=3, mistakes=4), [1, 2, 3, 4]),
+        "l1_counts": (K.l1_counts(seen=1, updates=2, mistakes=3), [1, 2, 3]),
+        "batch_counts": (K.batch_counts(seen=1, batches=2, updates=3, mistakes=4), [1, 2, 3, 4]),
+    }
+    for name, (packed, expected) in frozen.items():
+        kind = np.int64 if "counts" in name else np.float64
+        assert packed.dtype == kind and packed.tolist() == expected, name
+    for counts in (K.barda_counts(seen=1, updates=2, mistakes=3), K.kept_counts(seen=1, updates=2, mistakes=3),
+                   K.l1_counts(seen=1, updates=2, mistakes=3), K.batch_counts(seen=1, updates=2, mistakes=3)):
+        assert (counts[K.SEEN], counts[K.UPDATES], counts[K.MISTAKES]) == (1, 2, 3)
+    with pytest.raises(TypeError):
+        K.budgeted_params(eta=1, lam=2, delta=3, budget=4, loss=5)          # a slot left out is named

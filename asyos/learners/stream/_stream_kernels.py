@@ -29,6 +29,19 @@ lose), so results never depend on the order in which candidates were met.
 The loss of a row loop is ``losses.dloss1(code, y, u)``, ``code`` from the one table of losses
 (``asyos.losses.TABLE``: squared, squared hinge, logistic, and the hinge of OFS).
 
+Parameters and counters by name: the small arrays a loop takes, ``params`` (float64, read only),
+``counts`` (int64, the counters it reads and writes back) and B-ARDA's ``bound`` and OFS's ``scale``
+(float64 state), have their slots named once, by module constants next to the loop (``B_ETA``,
+``BA_SEEN`` ...), and are built by the helper beside them, called with keyword arguments
+(``budgeted_params(eta=..., ...)``, ``barda_counts()``): neither the loops nor the learners know a slot
+number. numba folds a module-level integer into the code as a constant, so ``params[B_ETA]`` costs
+what ``params[0]`` did (the machine code of every loop but ``bamd_rows`` came out the same, byte for
+byte; ``bamd_rows``' differs in its register allocation, a few instructions). The layouts are those of
+the states already saved (pickles, checkpoints: ``StreamState`` holds these arrays as they are), so a
+slot never moves. Every ``counts`` starts with the samples seen and ends with the updates and the
+mistakes: ``SEEN``, ``UPDATES``, ``MISTAKES`` read those of any learner (``n_samples_seen_``,
+``n_updates_``, ``online_accuracy_``, the training trace).
+
 Without numba (or with ``ASYOS_KERNELS=numpy``) the same functions run as plain Python: correct
 but slow; the tests compare both against the dense per-sample transcriptions in
 ``tests/test_sample_stream_oracles.py``.
@@ -45,6 +58,19 @@ from ...losses import dloss1
 NORM_REFRESH = 1024           # OFS recomputes its running sum of squares exactly this often
 SMALL = 4                     # B-AMD: at most this many newcomers replace the weakest member one at a time
 
+SEEN, UPDATES, MISTAKES = 0, -2, -1     # in every learner's ``counts``: samples seen, updates, mistakes
+
+
+def _packed(dtype, slots):
+    """A 1-D array of ``dtype`` from ``{slot: value}``, whose slots must be exactly ``0 .. n-1`` (a slot
+    constant repeated or left out is a bug of this module, named here rather than left as a zero)."""
+    if sorted(slots) != list(range(len(slots))):
+        raise ValueError(f"slots {sorted(slots)} are not 0..{len(slots) - 1}")
+    out = np.empty(len(slots), dtype=dtype)
+    for slot, value in slots.items():
+        out[slot] = value
+    return out
+
 
 def _make_jit():
     if os.environ.get("ASYOS_KERNELS", "auto") == "numpy":
@@ -58,7 +84,7 @@ def _make_jit():
 
 jit, COMPILED = _make_jit()
 if COMPILED:
-    from ...losses import compiled as _compiled_losses  # losses.dloss1(code, y, u) compiled: a branch per loss of the table
+    from ...losses import compiled as _compiled_losses  # dloss1(code, y, u) compiled: a branch per loss of the table
 
 
 def _make_prefetch():
@@ -218,6 +244,37 @@ def keep_top(cand, n, k, score, rank):
 
 
 # -- B-ARDA (ECML'18 Alg. 1): dual averaging, keep the B largest H z^2 ---------------------------
+B_ETA, B_LAM, B_DELTA, B_BUDGET, B_LOSS, B_POWER = range(6)                 # params of barda_rows and bamd_rows
+BA_SEEN, BA_MEMBERS, BA_BUFFER, BA_ACTIVE, BA_FLOOR, BA_UPDATES, BA_MISTAKES = range(7)     # counts of barda_rows
+BB_FLOOR_KEY, BB_RESCANS, BB_LOW, BB_LOW_C = range(4)                       # bound of barda_rows
+
+
+def budgeted_params(*, eta, lam, delta, budget, loss, power):
+    """``params`` of ``barda_rows`` and ``bamd_rows``: ``B_ETA`` the step size ``eta``; ``B_LAM`` the l2
+    weight ``lam`` of ``phi = lam/2 ||w||^2``; ``B_DELTA`` AdaGrad's ``delta``; ``B_BUDGET`` the budget
+    ``B``; ``B_LOSS`` the loss code (``losses.TABLE``); ``B_POWER`` the power of the truncation score
+    ``H |z|^power`` (2: B-ARDA's ``H z^2``, 1: B-AMD's ``H |z|``)."""
+    return _packed(np.float64, {B_ETA: eta, B_LAM: lam, B_DELTA: delta, B_BUDGET: budget, B_LOSS: loss,
+                                B_POWER: power})
+
+
+def barda_counts(*, seen=0, members=0, buffer=0, active=0, floor=-1, updates=0, mistakes=0):
+    """``counts`` of ``barda_rows`` (the defaults: a fresh state): ``BA_SEEN`` the samples seen (``t``);
+    ``BA_MEMBERS`` the size of the kept set; ``BA_BUFFER`` the size of the buffer of candidates;
+    ``BA_ACTIVE`` the coordinates ever touched; ``BA_FLOOR`` the floor's item (-1: none yet);
+    ``BA_UPDATES`` the steps with a non-zero loss gradient; ``BA_MISTAKES`` the online mistakes."""
+    return _packed(np.int64, {BA_SEEN: seen, BA_MEMBERS: members, BA_BUFFER: buffer, BA_ACTIVE: active,
+                              BA_FLOOR: floor, BA_UPDATES: updates, BA_MISTAKES: mistakes})
+
+
+def barda_bound(*, floor_key=0.0, rescans=0, low=-1.0, low_c=0.0):
+    """``bound`` of ``barda_rows`` (the defaults: a fresh state): ``BB_FLOOR_KEY`` the floor's key (an
+    upper bound of the scores outside the kept set and the buffer); ``BB_RESCANS`` the rescans of every
+    active coordinate so far; ``BB_LOW`` a lower bound of the weakest member's score (-1: unknown) at
+    ``c = lam eta t`` = ``BB_LOW_C``."""
+    return _packed(np.float64, {BB_FLOOR_KEY: floor_key, BB_RESCANS: rescans, BB_LOW: low, BB_LOW_C: low_c})
+
+
 @jit
 def _arda_score(i, c, sg, h, eta, power):
     """The truncation score ``H_i |z_i|^power`` of eq. 2 (power 2) or eq. 4 (power 1)."""
@@ -238,8 +295,8 @@ def _arda_below(i, c, sg, h, eta, power, key):
 
 @jit
 def barda_rows(rec, members, heap, cand, bound, counts, params, indptr, indices, data, y, order, margins, given):
-    """``counts = [t, n_members, buffer_size, n_active, floor_item, n_updates, n_mistakes]``, ``bound =
-    [floor_key, n_rescans, low, low_c]``; ``params = [eta, lam, delta, budget, loss, power]``.
+    """``params`` (``budgeted_params``), ``counts`` (``barda_counts``) and ``bound`` (``barda_bound``) by
+    their named slots.
 
     State: ``sg = sum g`` and ``sq = sum g^2`` per coordinate, ``h = H = delta + sqrt(sq)``; the kept set
     (``members``, ``mpos``) is the top ``B`` of ``H z^2`` over the coordinates ever touched (``active``),
@@ -263,11 +320,12 @@ def barda_rows(rec, members, heap, cand, bound, counts, params, indptr, indices,
     ``bench_stream_throughput.py``); rescans are rare (counted in ``tests``) and cost O(active).
     """
     sg, sq, h, hkey, mpos, hpos, active, ranks = _arda_columns(rec)
-    eta, lam, delta, budget, code = params[0], params[1], params[2], int(params[3]), int(params[4])
-    power = int(params[5])
-    t, nmem, hsize, nact, floor, nupd, miss = counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], \
-        counts[6]
-    fkey, low, lowc = bound[0], bound[2], bound[3]
+    eta, lam, delta, budget, code = params[B_ETA], params[B_LAM], params[B_DELTA], int(params[B_BUDGET]), \
+        int(params[B_LOSS])
+    power = int(params[B_POWER])
+    t, nmem, hsize, nact = counts[BA_SEEN], counts[BA_MEMBERS], counts[BA_BUFFER], counts[BA_ACTIVE]
+    floor, nupd, miss = counts[BA_FLOOR], counts[BA_UPDATES], counts[BA_MISTAKES]
+    fkey, low, lowc = bound[BB_FLOOR_KEY], bound[BB_LOW], bound[BB_LOW_C]
     capacity = heap.shape[0]
     for jj in range(order.shape[0]):
         r = order[jj]
@@ -376,13 +434,13 @@ def barda_rows(rec, members, heap, cand, bound, counts, params, indptr, indices,
             if floor >= 0 and beats(fkey, ranks[floor], wscore, ranks[weakest]):
                 hsize, floor, fkey = _barda_rescan(c, sg, h, eta, power, active, mpos, heap, hpos, hkey, ranks,
                                                    cand)
-                bound[1] += 1.0
+                bound[BB_RESCANS] += 1.0
                 continue
             low, lowc = wscore, c
             break
-    counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], counts[6] = t, nmem, hsize, nact, floor, \
-        nupd, miss
-    bound[0], bound[2], bound[3] = fkey, low, lowc
+    counts[BA_SEEN], counts[BA_MEMBERS], counts[BA_BUFFER], counts[BA_ACTIVE] = t, nmem, hsize, nact
+    counts[BA_FLOOR], counts[BA_UPDATES], counts[BA_MISTAKES] = floor, nupd, miss
+    bound[BB_FLOOR_KEY], bound[BB_LOW], bound[BB_LOW_C] = fkey, low, lowc
 
 
 @jit
@@ -427,10 +485,23 @@ def _barda_refill(cand, n, heap, hpos, hkey, ranks, floor, fkey):
 
 
 # -- B-AMD (ECML'18 Alg. 2): adaptive mirror descent, keep the B largest H |z| -------------------
+KS_SEEN, KS_KEPT, KS_UPDATES, KS_MISTAKES = range(4)        # counts of bamd_rows, ofs_rows and sofs_rows
+
+
+def kept_counts(*, seen=0, kept=0, updates=0, mistakes=0):
+    """``counts`` of the loops with a kept set of at most ``B`` coordinates, ``bamd_rows``, ``ofs_rows``
+    and ``sofs_rows`` (the defaults: a fresh state): ``KS_SEEN`` the samples seen (``t``); ``KS_KEPT``
+    the size of the kept set (B-AMD's members, OFS's and SOFS's heap); ``KS_UPDATES`` the steps that
+    changed the model (a non-zero loss gradient, SOFS: a margin violation); ``KS_MISTAKES`` the online
+    mistakes."""
+    return _packed(np.int64, {KS_SEEN: seen, KS_KEPT: kept, KS_UPDATES: updates, KS_MISTAKES: mistakes})
+
+
 @jit
 def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, indptr, indices, data, y, order, margins,
               given):
-    """``counts = [t, n_members, n_updates, n_mistakes]``; ``params = [eta, lam, delta, budget, loss, power]``.
+    """``params`` (``budgeted_params``) and ``counts`` (``kept_counts``: ``KS_KEPT`` is the members) by
+    their named slots.
 
     Per row: ``g = lam w + l'(u) x`` (non-zero on the kept set and the row), ``s_i = ||g_{1:t,i}||``,
     ``z = w - eta g / H`` (eq. 3's closed form), then the ``B`` largest ``H_i |z_i|`` among the non-zeros
@@ -458,9 +529,10 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, indptr, in
     """
     w, sq, h, mpos = rec[:, 0], rec[:, 1], rec[:, 2], rec[:, 3]
     kw, ksq, kh, ks, kt = kept[0], kept[1], kept[2], kept[3], kept[4]
-    eta, lam, delta, budget, code = params[0], params[1], params[2], int(params[3]), int(params[4])
-    power = int(params[5])
-    t, nmem, nupd, miss = counts[0], counts[1], counts[2], counts[3]
+    eta, lam, delta, budget, code = params[B_ETA], params[B_LAM], params[B_DELTA], int(params[B_BUDGET]), \
+        int(params[B_LOSS])
+    power = int(params[B_POWER])
+    t, nmem, nupd, miss = counts[KS_SEEN], counts[KS_KEPT], counts[KS_UPDATES], counts[KS_MISTAKES]
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
@@ -578,7 +650,7 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, indptr, in
         for m in range(budget):
             _bamd_enter(rec, members, kept, m, cand[m])
         nmem = budget
-    counts[0], counts[1], counts[2], counts[3] = t, nmem, nupd, miss
+    counts[KS_SEEN], counts[KS_KEPT], counts[KS_UPDATES], counts[KS_MISTAKES] = t, nmem, nupd, miss
 
 
 @jit
@@ -630,10 +702,28 @@ def _amd_score(wi, hi, power):
 
 
 # -- OFS (Wang et al. 2014, FOFS): margin update, L2-ball projection, keep the B largest |w| ------
+O_ETA, O_LAM, O_BUDGET, O_LOSS = range(4)                   # params of ofs_rows
+OS_SCALE, OS_NORM2 = range(2)                               # scale of ofs_rows
+
+
+def ofs_params(*, eta, lam, budget, loss):
+    """``params`` of ``ofs_rows``: ``O_ETA`` the step size ``eta``; ``O_LAM`` ``lam`` (the shrinkage
+    ``1 - lam eta`` and the ball's radius ``1/sqrt(lam)``; 0: neither); ``O_BUDGET`` the budget ``B``;
+    ``O_LOSS`` the loss code (``losses.TABLE``)."""
+    return _packed(np.float64, {O_ETA: eta, O_LAM: lam, O_BUDGET: budget, O_LOSS: loss})
+
+
+def ofs_scale(*, scale=1.0, norm2=0.0):
+    """``scale`` of ``ofs_rows`` (the defaults: a fresh state): ``OS_SCALE`` the scalar ``a`` of
+    ``w = a v``; ``OS_NORM2`` the sum of ``v^2`` over the kept set."""
+    return _packed(np.float64, {OS_SCALE: scale, OS_NORM2: norm2})
+
+
 @jit
 def ofs_rows(rec, scale, heap, counts, params, indptr, indices, data, y, order, margins, given):
-    """``w = scale[0] * v``, ``scale[1] = sum of v^2`` over the kept set (recomputed exactly every
-    ``NORM_REFRESH`` updates); ``counts = [t, n_kept, n_updates, n_mistakes]``; ``params = [eta, lam, budget, loss]``.
+    """``w = scale[OS_SCALE] * v``, ``scale[OS_NORM2] = sum of v^2`` over the kept set (recomputed exactly
+    every ``NORM_REFRESH`` updates); ``counts`` (``kept_counts``) and ``params`` (``ofs_params``) by their
+    named slots.
 
     On a step with ``l'(u) != 0`` (for the hinge: a margin violation): ``w <- (1 - lam eta) w -
     eta l'(u) x``, projected onto the ball of radius ``1/sqrt(lam)``, then the ``B`` largest ``|w_i|``
@@ -643,9 +733,9 @@ def ofs_rows(rec, scale, heap, counts, params, indptr, indices, data, y, order, 
     before, 1.7 us; 2 shared cores, noisy).
     """
     v, hkey, hpos, ranks = rec[:, 0], rec[:, 1], rec[:, 2], rec[:, 3]
-    eta, lam, budget, code = params[0], params[1], int(params[2]), int(params[3])
-    t, size, nupd, miss = counts[0], counts[1], counts[2], counts[3]
-    a, norm2 = scale[0], scale[1]
+    eta, lam, budget, code = params[O_ETA], params[O_LAM], int(params[O_BUDGET]), int(params[O_LOSS])
+    t, size, nupd, miss = counts[KS_SEEN], counts[KS_KEPT], counts[KS_UPDATES], counts[KS_MISTAKES]
+    a, norm2 = scale[OS_SCALE], scale[OS_NORM2]
     shrink = 1.0 - lam * eta
     for jj in range(order.shape[0]):
         r = order[jj]
@@ -721,14 +811,22 @@ def ofs_rows(rec, scale, heap, counts, params, indptr, indices, data, y, order, 
                 v[heap[m]] *= a
             norm2 *= a * a
             a = 1.0
-    scale[0], scale[1] = a, norm2
-    counts[0], counts[1], counts[2], counts[3] = t, size, nupd, miss
+    scale[OS_SCALE], scale[OS_NORM2] = a, norm2
+    counts[KS_SEEN], counts[KS_KEPT], counts[KS_UPDATES], counts[KS_MISTAKES] = t, size, nupd, miss
 
 
 # -- SOFS (Wu et al. 2017): diagonal AROW, keep the B most confident coordinates -----------------
+S_GAMMA = 0                                                 # params of sofs_rows (one slot)
+
+
+def sofs_params(*, gamma):
+    """``params`` of ``sofs_rows``: ``S_GAMMA`` AROW's ``gamma`` (``r``)."""
+    return _packed(np.float64, {S_GAMMA: gamma})
+
+
 @jit
 def sofs_rows(rec, heap, counts, params, indptr, indices, data, y, order, margins, given):
-    """``counts = [t, n_kept, n_updates, n_mistakes]``; ``params = [gamma]``.
+    """``counts`` (``kept_counts``) and ``params`` (``sofs_params``) by their named slots.
 
     On a margin violation (``y u < 1``): ``beta = 1 / (x^T Sigma x + gamma)``, ``alpha = (1 - y u) beta``,
     ``mu <- mu + alpha y Sigma x``, ``Sigma^-1 <- Sigma^-1 + x x^T / gamma`` (diagonal); the mean is then
@@ -737,8 +835,8 @@ def sofs_rows(rec, heap, counts, params, indptr, indices, data, y, order, margin
     ``rec`` holds one 32-byte record ``mu, sigma, hpos, rank`` per coordinate (one cache line per non-zero).
     """
     mu, sigma, hpos, ranks = rec[:, 0], rec[:, 1], rec[:, 2], rec[:, 3]
-    gamma = params[0]
-    t, size, nupd, miss = counts[0], counts[1], counts[2], counts[3]
+    gamma = params[S_GAMMA]
+    t, size, nupd, miss = counts[KS_SEEN], counts[KS_KEPT], counts[KS_UPDATES], counts[KS_MISTAKES]
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
@@ -779,10 +877,27 @@ def sofs_rows(rec, heap, counts, params, indptr, indices, data, y, order, margin
                     mu[top] = 0.0
                 else:
                     mu[i] = 0.0
-    counts[0], counts[1], counts[2], counts[3] = t, size, nupd, miss
+    counts[KS_SEEN], counts[KS_KEPT], counts[KS_UPDATES], counts[KS_MISTAKES] = t, size, nupd, miss
 
 
 # -- l1-ARDA (Duchi et al. 2011, used as in ECML'18 Sec. 5.3) -----------------------------------
+L_SEEN, L_UPDATES, L_MISTAKES = range(3)                    # counts of l1arda_rows, prox_rows and rda_rows
+A_ETA, A_LAM, A_DELTA, A_LOSS = range(4)                    # params of l1arda_rows
+
+
+def l1_counts(*, seen=0, updates=0, mistakes=0):
+    """``counts`` of the l1 learners' loops, ``l1arda_rows``, ``prox_rows`` and ``rda_rows`` (the
+    defaults: a fresh state): ``L_SEEN`` the samples seen (``t``); ``L_UPDATES`` the steps with a
+    non-zero loss gradient; ``L_MISTAKES`` the online mistakes."""
+    return _packed(np.int64, {L_SEEN: seen, L_UPDATES: updates, L_MISTAKES: mistakes})
+
+
+def l1arda_params(*, eta, lam, delta, loss):
+    """``params`` of ``l1arda_rows``: ``A_ETA`` the step size ``eta``; ``A_LAM`` the l1 weight ``lam``;
+    ``A_DELTA`` AdaGrad's ``delta``; ``A_LOSS`` the loss code (``losses.TABLE``)."""
+    return _packed(np.float64, {A_ETA: eta, A_LAM: lam, A_DELTA: delta, A_LOSS: loss})
+
+
 @jit
 def l1arda_weight(i, t, sg, sq, eta, lam, delta):
     """``w_i = eta t sign(-sg_i) / H_i max(0, |sg_i| / t - lam)``."""
@@ -797,9 +912,9 @@ def l1arda_weight(i, t, sg, sq, eta, lam, delta):
 
 @jit
 def l1arda_rows(sg, sq, counts, params, indptr, indices, data, y, order, margins, given):
-    """``counts = [t, n_updates, n_mistakes]``; ``params = [eta, lam, delta, loss]``."""
-    eta, lam, delta, code = params[0], params[1], params[2], int(params[3])
-    t, nupd, miss = counts[0], counts[1], counts[2]
+    """``counts`` (``l1_counts``) and ``params`` (``l1arda_params``) by their named slots."""
+    eta, lam, delta, code = params[A_ETA], params[A_LAM], params[A_DELTA], int(params[A_LOSS])
+    t, nupd, miss = counts[L_SEEN], counts[L_UPDATES], counts[L_MISTAKES]
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
@@ -818,10 +933,21 @@ def l1arda_rows(sg, sq, counts, params, indptr, indices, data, y, order, margins
                 g = gl * data[k]
                 sg[indices[k]] += g
                 sq[indices[k]] += g * g
-    counts[0], counts[1], counts[2] = t, nupd, miss
+    counts[L_SEEN], counts[L_UPDATES], counts[L_MISTAKES] = t, nupd, miss
 
 
 # -- proximal steps with lazy shrinkage: Ada-FOBOS (adaptive) and OPG (plain) --------------------
+P_ETA, P_LAM1, P_LAM2, P_DELTA, P_ADAPTIVE, P_LOSS = range(6)      # params of prox_rows and prox_settle
+
+
+def prox_params(*, eta, lam1, lam2, delta, adaptive, loss):
+    """``params`` of ``prox_rows`` and ``prox_settle``: ``P_ETA`` the step size ``eta``; ``P_LAM1`` the l1
+    weight; ``P_LAM2`` the l2 weight; ``P_DELTA`` AdaGrad's ``delta``; ``P_ADAPTIVE`` 1.0 for AdaGrad's
+    ``H`` (Ada-FOBOS), 0.0 for ``H = 1`` (OPG); ``P_LOSS`` the loss code (``losses.TABLE``)."""
+    return _packed(np.float64, {P_ETA: eta, P_LAM1: lam1, P_LAM2: lam2, P_DELTA: delta, P_ADAPTIVE: adaptive,
+                                P_LOSS: loss})
+
+
 @jit
 def lazy_prox(wi, steps, a, b):
     """``steps`` applications of ``w <- soft(w, a) / (1 + b)`` in closed form."""
@@ -840,16 +966,16 @@ def lazy_prox(wi, steps, a, b):
 
 @jit
 def prox_rows(w, sq, last, counts, params, indptr, indices, data, y, order, margins, given):
-    """``counts = [t, n_updates, n_mistakes]``; ``params = [eta, lam1, lam2, delta, adaptive, loss]``.
+    """``counts`` (``l1_counts``) and ``params`` (``prox_params``) by their named slots.
 
     Per row: ``w <- prox(w - eta g / H)`` with ``prox = soft(., eta lam1 / H) / (1 + eta lam2 / H)``;
     ``H = delta + sqrt(sum g^2)`` when ``adaptive`` (Ada-FOBOS, ECML'18's baseline) else ``H = 1``
     (OPG / FOBOS). Rows that do not touch coordinate ``i`` still shrink it; ``last[i]`` is the step up
     to which ``w[i]`` is current, and the pending shrinkage is applied when it is next read.
     """
-    eta, lam1, lam2, delta = params[0], params[1], params[2], params[3]
-    adaptive, code = params[4] != 0.0, int(params[5])
-    t, nupd, miss = counts[0], counts[1], counts[2]
+    eta, lam1, lam2, delta = params[P_ETA], params[P_LAM1], params[P_LAM2], params[P_DELTA]
+    adaptive, code = params[P_ADAPTIVE] != 0.0, int(params[P_LOSS])
+    t, nupd, miss = counts[L_SEEN], counts[L_UPDATES], counts[L_MISTAKES]
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
@@ -877,13 +1003,14 @@ def prox_rows(w, sq, last, counts, params, indptr, indices, data, y, order, marg
                 h = 1.0
             w[i] = lazy_prox(w[i] - eta * g / h, 1, eta * lam1 / h, eta * lam2 / h)
             last[i] = t
-    counts[0], counts[1], counts[2] = t, nupd, miss
+    counts[L_SEEN], counts[L_UPDATES], counts[L_MISTAKES] = t, nupd, miss
 
 
 @jit
 def prox_settle(w, sq, last, t, params):
     """Bring every coordinate up to step ``t`` (before reading the whole vector)."""
-    eta, lam1, lam2, delta, adaptive = params[0], params[1], params[2], params[3], params[4] != 0.0
+    eta, lam1, lam2, delta = params[P_ETA], params[P_LAM1], params[P_LAM2], params[P_DELTA]
+    adaptive = params[P_ADAPTIVE] != 0.0
     for i in range(w.shape[0]):
         h = delta + math.sqrt(sq[i]) if adaptive else 1.0
         w[i] = lazy_prox(w[i], t - last[i], eta * lam1 / h, eta * lam2 / h)
@@ -891,6 +1018,16 @@ def prox_settle(w, sq, last, t, params):
 
 
 # -- l1-RDA (Xiao 2010) with an l2 term --------------------------------------------------------
+R_LAM1, R_LAM2, R_GAMMA, R_LOSS = range(4)                  # params of rda_rows
+
+
+def rda_params(*, lam1, lam2, gamma, loss):
+    """``params`` of ``rda_rows``: ``R_LAM1`` the l1 weight; ``R_LAM2`` the l2 weight; ``R_GAMMA`` the
+    step's ``gamma`` (``w`` divided by ``lam2 + gamma / sqrt(t)``); ``R_LOSS`` the loss code
+    (``losses.TABLE``)."""
+    return _packed(np.float64, {R_LAM1: lam1, R_LAM2: lam2, R_GAMMA: gamma, R_LOSS: loss})
+
+
 @jit
 def rda_weight(i, t, sg, lam1, lam2, gamma):
     """``w_i = -soft(gbar_i, lam1) / (lam2 + gamma / sqrt(t))``, ``gbar = sum g / t``."""
@@ -906,9 +1043,9 @@ def rda_weight(i, t, sg, lam1, lam2, gamma):
 
 @jit
 def rda_rows(sg, counts, params, indptr, indices, data, y, order, margins, given):
-    """``counts = [t, n_updates, n_mistakes]``; ``params = [lam1, lam2, gamma, loss]``."""
-    lam1, lam2, gamma, code = params[0], params[1], params[2], int(params[3])
-    t, nupd, miss = counts[0], counts[1], counts[2]
+    """``counts`` (``l1_counts``) and ``params`` (``rda_params``) by their named slots."""
+    lam1, lam2, gamma, code = params[R_LAM1], params[R_LAM2], params[R_GAMMA], int(params[R_LOSS])
+    t, nupd, miss = counts[L_SEEN], counts[L_UPDATES], counts[L_MISTAKES]
     for jj in range(order.shape[0]):
         r = order[jj]
         lo, hi = indptr[r], indptr[r + 1]
@@ -925,10 +1062,20 @@ def rda_rows(sg, counts, params, indptr, indices, data, y, order, margins, given
             nupd += 1
             for k in range(lo, hi):
                 sg[indices[k]] += gl * data[k]
-    counts[0], counts[1], counts[2] = t, nupd, miss
+    counts[L_SEEN], counts[L_UPDATES], counts[L_MISTAKES] = t, nupd, miss
 
 
 # -- mini-batch helpers of SFSA / TSGD (O(nnz) on the raw CSR arrays) ------------------------------
+M_SEEN, M_BATCHES, M_UPDATES, M_MISTAKES = range(4)         # counts of SFSA and TSGD (sfsa.py's loop)
+
+
+def batch_counts(*, seen=0, batches=0, updates=0, mistakes=0):
+    """``counts`` of SFSA and TSGD (the defaults: a fresh state): ``M_SEEN`` the samples seen;
+    ``M_BATCHES`` the mini-batches (``t`` of the annealing schedule and of Adam); ``M_UPDATES`` the
+    mini-batches with a non-zero loss gradient; ``M_MISTAKES`` the online mistakes."""
+    return _packed(np.int64, {M_SEEN: seen, M_BATCHES: batches, M_UPDATES: updates, M_MISTAKES: mistakes})
+
+
 @jit
 def batch_moments(indptr, indices, data, rows, sum_x, sum_x2):
     """Add the batch's column sums and sums of squares (for the running standard deviations)."""

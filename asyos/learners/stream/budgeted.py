@@ -77,21 +77,19 @@ class AdaptiveTruncation(SampleStreamLearner):
 
 
     def _new_state(self, p, code):
-        params = np.array([self.eta, self.lam, self.delta, self.budget, code, TRUNCATIONS[self.truncation]],
-                          dtype=float)
+        params = K.budgeted_params(eta=self.eta, lam=self.lam, delta=self.delta, budget=self.budget, loss=code,
+                                   power=TRUNCATIONS[self.truncation])
         members = np.zeros(self.budget, dtype=np.int64)
         if self.step == "dual-averaging":
-            counts = np.zeros(7, dtype=np.int64)
-            counts[4] = -1                                 # no floor item yet
             fill = dict.fromkeys(ARDA_COLUMNS, 0.0) | {"h": self.delta, "mpos": -1.0, "hpos": -1.0}
             rec = records(p, list(fill.values()), rank=ARDA_COLUMNS.index("rank"))
             return StreamState(rec=rec, members=members, heap=np.zeros(self._buffer_capacity(), dtype=np.int64),
-                               cand=np.zeros(p, dtype=np.int64), bound=np.array([0.0, 0.0, -1.0, 0.0]), counts=counts,
+                               cand=np.zeros(p, dtype=np.int64), bound=K.barda_bound(), counts=K.barda_counts(),
                                params=params)
         rec = records(p, list((dict.fromkeys(AMD_COLUMNS, 0.0) | {"h": self.delta, "mpos": -1.0}).values()))
         return StreamState(rec=rec, members=members, kept=np.zeros((5, self.budget)),    # w, sq, H, score, touched
                            ranks=np.arange(p, dtype=np.int64), cand=np.zeros(p, dtype=np.int64), scores=np.zeros(p),
-                           counts=np.zeros(4, dtype=np.int64), params=params)
+                           counts=K.kept_counts(), params=params)
 
     def _kernel(self, s):
         if self.step == "dual-averaging":
@@ -103,11 +101,12 @@ class AdaptiveTruncation(SampleStreamLearner):
         return 2 * max(self.budget, self.BUFFER)
 
     def _kept(self, s):
-        kept = s.members[:s.counts[1]]
         if self.step == "mirror-descent":                 # the kept set's weights: _stream_kernels.bamd_rows
-            return kept, s.kept[0, :s.counts[1]].copy()
+            size = s.counts[K.KS_KEPT]
+            return s.members[:size], s.kept[0, :size].copy()
+        kept = s.members[:s.counts[K.BA_MEMBERS]]
         sg, h = s.rec[kept, ARDA_COLUMNS.index("sg")], s.rec[kept, ARDA_COLUMNS.index("h")]
-        return kept, -self.eta * sg / (self.lam * self.eta * s.counts[0] + h)
+        return kept, -self.eta * sg / (self.lam * self.eta * s.counts[K.BA_SEEN] + h)
 
     def _weights(self, s):
         w = np.zeros(s.rec.shape[0])

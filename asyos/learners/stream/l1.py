@@ -178,18 +178,19 @@ class L1ARDA(L1Learner):
         self.n_features = n_features
 
     def _new_state(self, p, code):
-        return StreamState(sg=np.zeros(p), sq=np.zeros(p), counts=np.zeros(3, dtype=np.int64),
-                           params=np.array([self._step_value(), self._lam_value(), self.delta, code], dtype=float))
+        return StreamState(sg=np.zeros(p), sq=np.zeros(p), counts=K.l1_counts(),
+                           params=K.l1arda_params(eta=self._step_value(), lam=self._lam_value(), delta=self.delta,
+                                                  loss=code))
 
     def _kernel(self, s):
         return K.l1arda_rows, (s.sg, s.sq, s.counts, s.params)
 
     def _weights(self, s):
-        t = s.counts[0]
+        t = s.counts[K.L_SEEN]
         if t == 0:
             return np.zeros(s.sg.shape[0])
-        excess = np.maximum(0.0, np.abs(s.sg) / t - s.params[1])
-        return -np.sign(s.sg) * s.params[0] * t * excess / (s.params[2] + np.sqrt(s.sq))
+        excess = np.maximum(0.0, np.abs(s.sg) / t - s.params[K.A_LAM])
+        return -np.sign(s.sg) * s.params[K.A_ETA] * t * excess / (s.params[K.A_DELTA] + np.sqrt(s.sq))
 
 
 class _Proximal(L1Learner):
@@ -197,17 +198,15 @@ class _Proximal(L1Learner):
 
     def _new_state(self, p, code):
         delta = getattr(self, "delta", 1.0)
-        return StreamState(w=np.zeros(p), sq=np.zeros(p), last=np.zeros(p, dtype=np.int64),
-                           counts=np.zeros(3, dtype=np.int64),
-                           params=np.array([self._step_value(), self._lam_value(), self.lam2, delta,
-                                            float(self.adaptive),
-                                            code], dtype=float))
+        return StreamState(w=np.zeros(p), sq=np.zeros(p), last=np.zeros(p, dtype=np.int64), counts=K.l1_counts(),
+                           params=K.prox_params(eta=self._step_value(), lam1=self._lam_value(), lam2=self.lam2,
+                                                delta=delta, adaptive=float(self.adaptive), loss=code))
 
     def _kernel(self, s):
         return K.prox_rows, (s.w, s.sq, s.last, s.counts, s.params)
 
     def _weights(self, s):
-        K.prox_settle(s.w, s.sq, s.last, s.counts[0], s.params)
+        K.prox_settle(s.w, s.sq, s.last, s.counts[K.L_SEEN], s.params)
         return s.w.copy()
 
 
@@ -280,16 +279,17 @@ class RDA(L1Learner):
         self.n_features = n_features
 
     def _new_state(self, p, code):
-        return StreamState(sg=np.zeros(p), counts=np.zeros(3, dtype=np.int64),
-                           params=np.array([self._lam_value(), self.lam2, self._step_value(), code], dtype=float))
+        return StreamState(sg=np.zeros(p), counts=K.l1_counts(),
+                           params=K.rda_params(lam1=self._lam_value(), lam2=self.lam2, gamma=self._step_value(),
+                                               loss=code))
 
     def _kernel(self, s):
         return K.rda_rows, (s.sg, s.counts, s.params)
 
     def _weights(self, s):
-        t = s.counts[0]
+        t = s.counts[K.L_SEEN]
         if t == 0:
             return np.zeros(s.sg.shape[0])
-        lam1, lam2, gamma = s.params[0], s.params[1], s.params[2]
+        lam1, lam2, gamma = s.params[K.R_LAM1], s.params[K.R_LAM2], s.params[K.R_GAMMA]
         gbar = s.sg / t
         return -np.sign(gbar) * np.maximum(0.0, np.abs(gbar) - lam1) / (lam2 + gamma / math.sqrt(t))

@@ -45,19 +45,19 @@ class OFS(SampleStreamLearner):
 
     def _new_state(self, p, code):
         rec = records(p, [0.0, 0.0, -1.0, 0.0], rank=3, sign=-1.0)   # v, hkey, hpos, rank: _stream_kernels.ofs_rows
-        return StreamState(rec=rec, scale=np.array([1.0, 0.0]), heap=np.zeros(self.budget, dtype=np.int64),
-                           counts=np.zeros(4, dtype=np.int64),
-                           params=np.array([self.eta, self.lam, self.budget, code], dtype=float))
+        return StreamState(rec=rec, scale=K.ofs_scale(), heap=np.zeros(self.budget, dtype=np.int64),
+                           counts=K.kept_counts(),
+                           params=K.ofs_params(eta=self.eta, lam=self.lam, budget=self.budget, loss=code))
 
     def _kernel(self, s):
         return K.ofs_rows, (s.rec, s.scale, s.heap, s.counts, s.params)
 
     def _weights(self, s):
-        return s.rec[:, 0] * s.scale[0]
+        return s.rec[:, 0] * s.scale[K.OS_SCALE]
 
     def _kept(self, s):
-        kept = s.heap[:s.counts[1]]
-        return kept, s.rec[kept, 0] * s.scale[0]
+        kept = s.heap[:s.counts[K.KS_KEPT]]
+        return kept, s.rec[kept, 0] * s.scale[K.OS_SCALE]
 
 
 class SOFS(SampleStreamLearner):
@@ -91,8 +91,8 @@ class SOFS(SampleStreamLearner):
         # all variances are 1 at the start: the heap of kept features has the largest index on top
         heap[:] = kept[::-1]
         rec[heap, 2] = np.arange(self.budget)
-        return StreamState(rec=rec, heap=heap, counts=np.array([0, self.budget, 0, 0], dtype=np.int64),
-                           params=np.array([self.gamma], dtype=float))
+        return StreamState(rec=rec, heap=heap, counts=K.kept_counts(kept=self.budget),
+                           params=K.sofs_params(gamma=self.gamma))
 
     def _kernel(self, s):
         return K.sofs_rows, (s.rec, s.heap, s.counts, s.params)
@@ -101,7 +101,7 @@ class SOFS(SampleStreamLearner):
         return s.rec[:, 0].copy()
 
     def _kept(self, s):
-        kept = s.heap[:s.counts[1]]
+        kept = s.heap[:s.counts[K.KS_KEPT]]
         return kept, s.rec[kept, 0]
 
     @property

@@ -151,6 +151,8 @@ class SampleStreamLearner(BudgetedSelector):
     current ``w`` in the scaled space, a dense copy). The public step API (``start``, ``prepare``,
     ``step_rows``, ``weights``) is described in ``asyos.learners.stream.sample_stream``."""
 
+    _reported = ("n_steps_", "n_samples_seen_", "n_updates_", "lam_", "online_accuracy_", "raw_intercept_")
+
     tasks = ("regression", "classification")
     budgeted_every_step = True
     _parameter_constraints = {"budget": BUDGET, "loss": [StrOptions(set(STREAM_LOSSES))], "passes": PASSES,
@@ -519,7 +521,8 @@ class SampleStreamLearner(BudgetedSelector):
             if not np.all(np.isfinite(w)):      # a diverged run says what to change, never returns NaN
                 steps = ", ".join(f"{k}={self.__dict__.get(k + '_', getattr(self, k))!r}"    # eta_: the value used
                                   for k in ("eta", "gamma") if hasattr(self, k))
-                raise DivergenceError(f"{self._name()} diverged (non-finite weights after {int(self._state.counts[0])} "
+                seen = int(self._state.counts[K.SEEN])
+                raise DivergenceError(f"{self._name()} diverged (non-finite weights after {seen} "
                                       f"samples, {steps}): use a smaller step (eta) or a larger gamma, or scale "
                                       f"the features (scale='maxabs')")
             self._cache = cache = (w, np.flatnonzero(w))
@@ -540,12 +543,12 @@ class SampleStreamLearner(BudgetedSelector):
     @property
     def n_samples_seen_(self):
         self._check_fitted()
-        return int(self._state.counts[0])
+        return int(self._state.counts[K.SEEN])
 
     @property
     def n_updates_(self):
         self._check_fitted()
-        return int(self._state.counts[-2])
+        return int(self._state.counts[K.UPDATES])
 
     @property
     def online_accuracy_(self):
@@ -554,7 +557,7 @@ class SampleStreamLearner(BudgetedSelector):
         self._check_fitted()
         if stream_loss(self.loss)[0].task != "classification":
             raise AttributeError("online_accuracy_ is defined for classification")
-        return 1.0 - int(self._state.counts[-1]) / max(int(self._state.counts[0]), 1)
+        return 1.0 - int(self._state.counts[K.MISTAKES]) / max(int(self._state.counts[K.SEEN]), 1)
 
 
 def records(n, fill, rank=None, sign=1.0):

@@ -50,7 +50,7 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
     def _new_state(self, p, code):
         return StreamState(beta=np.zeros(p), active=np.ones(p, dtype=bool), velocity=np.zeros(p),
                            second=np.zeros(p), sum_x=np.zeros(p), sum_x2=np.zeros(p), code=code,
-                           horizon=None, counts=np.zeros(4, dtype=np.int64))   # [samples, batches, updates, mistakes]
+                           horizon=None, counts=K.batch_counts())
 
     def fit(self, X, y, checkpoint=None):
         return self._fit_adapting(lambda last: super(_MiniBatchThresholding, self).fit(X, y, checkpoint=checkpoint),
@@ -67,11 +67,11 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
         for start in range(0, order.shape[0], b):
             rows = order[start:start + b]
             K.batch_moments(indptr, indices, data, rows, s.sum_x, s.sum_x2)
-            s.counts[0] += rows.shape[0]
+            s.counts[K.M_SEEN] += rows.shape[0]
             batch = (indptr, indices, data, y, rows, margins[start:start + b] if margins is not None else None,
                      dl[:rows.shape[0]])
             self._step(s, batch)
-            s.counts[1] += 1
+            s.counts[K.M_BATCHES] += 1
             self._threshold(s)
 
     def _gradient(self, s, batch, point):
@@ -80,9 +80,9 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
         margins, given = margins_arg(margins)
         changed, mistakes = K.batch_dloss(s.code, indptr, indices, data, y, rows, point,
                                           margins, given, dl)
-        s.counts[3] += mistakes                     # (with Nesterov: at the look-ahead point)
+        s.counts[K.M_MISTAKES] += mistakes          # (with Nesterov: at the look-ahead point)
         if changed:
-            s.counts[2] += 1
+            s.counts[K.M_UPDATES] += 1
         g = self.lam * point
         K.batch_gradient(indptr, indices, data, rows, dl, 1.0 / rows.shape[0], g)
         g[~s.active] = 0.0
@@ -97,7 +97,7 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
         elif self.method == "adam":
             g = self._gradient(s, batch, s.beta)
             b1, b2 = ADAM_BETAS
-            t = s.counts[1] + 1
+            t = s.counts[K.M_BATCHES] + 1
             s.velocity = b1 * s.velocity + (1 - b1) * g
             s.second = b2 * s.second + (1 - b2) * g * g
             step = (s.velocity / (1 - b1 ** t)) / (np.sqrt(s.second / (1 - b2 ** t)) + ADAM_EPS)
@@ -108,7 +108,7 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
 
     def _scores(self, s, index=slice(None)):
         """``sd_j |beta_j|`` (of the features ``index``): Remark 1's scale-free thresholding score."""
-        n = max(int(s.counts[0]), 1)
+        n = max(int(s.counts[K.M_SEEN]), 1)
         mean = s.sum_x[index] / n
         var = np.maximum(s.sum_x2[index] / n - mean * mean, 0.0)
         return np.sqrt(var) * np.abs(s.beta[index])
@@ -161,7 +161,7 @@ class SFSA(_MiniBatchThresholding):
 
     def _threshold(self, s):
         p = s.beta.shape[0]
-        keep = annealing_schedule(int(s.counts[1]), self.budget, p, s.horizon, self.mu)
+        keep = annealing_schedule(int(s.counts[K.M_BATCHES]), self.budget, p, s.horizon, self.mu)
         active = np.flatnonzero(s.active)
         if active.size <= keep:
             return

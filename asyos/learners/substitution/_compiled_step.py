@@ -285,11 +285,42 @@ def exchange_step(code, XS, m, w, curv, u, y, xj, retained_scale, budget, check,
     return action, k, wj, checked
 
 
-# ``loopback_visits``' counters (an int64 array the caller keeps between calls)
+# ``loopback_visits``' counters (an int64 array the caller keeps between calls), by name: ``set_counters``
+# writes them before a call, ``read_counters`` reads them after (neither the loop nor its callers know a slot)
 C_PASS, C_POS, C_CHANGES, C_PASSES_RUN, C_SIZE, C_STEPS, C_CHECKS, C_CHECK_REJECTIONS, C_EVENTS, C_STATUS, \
     C_LAST_J = range(11)
 N_COUNTERS = 11
 RUNNING, DONE, STOPPED_DIVERGED, PASS_END = 0, 1, 2, 3
+COUNTERS = {"pass_index": C_PASS, "pos": C_POS, "changes": C_CHANGES, "passes_run": C_PASSES_RUN, "size": C_SIZE,
+            "steps": C_STEPS, "checks": C_CHECKS, "check_rejections": C_CHECK_REJECTIONS, "events": C_EVENTS,
+            "status": C_STATUS, "last_j": C_LAST_J}
+if sorted(COUNTERS.values()) != list(range(N_COUNTERS)):
+    raise ImportError(f"loopback_visits' counters: slots {sorted(COUNTERS.values())} are not 0..{N_COUNTERS - 1}")
+
+
+def set_counters(counters, *, pass_index, pos, changes, passes_run, size, steps, checks, check_rejections):
+    """Write into ``counters`` (``N_COUNTERS`` int64) what a call of ``loopback_visits`` starts from: the
+    worker's cursor, ``C_PASS`` (``pass_index``, the pass), ``C_POS`` (``pos``, the position in its order)
+    and ``C_CHANGES`` (``changes``, the pass's changes so far); ``C_PASSES_RUN`` the passes begun;
+    ``C_SIZE`` the retained set's size; the tallies ``C_STEPS`` (steps), ``C_CHECKS`` (decrease checks)
+    and ``C_CHECK_REJECTIONS`` (substitutions they refused). The call's outputs start afresh: ``C_EVENTS``
+    (the entries and departures it wrote in the ``ev_*`` arrays) 0, ``C_STATUS`` ``RUNNING`` (then
+    ``DONE``, ``STOPPED_DIVERGED`` or ``PASS_END``), ``C_LAST_J`` (the feature of the last visit) -1."""
+    values = [0] * N_COUNTERS       # one write into the array: item by item cost 2-4 us more a call
+    values[C_PASS], values[C_POS], values[C_CHANGES], values[C_PASSES_RUN] = pass_index, pos, changes, passes_run
+    values[C_SIZE], values[C_STEPS], values[C_CHECKS], values[C_CHECK_REJECTIONS] = size, steps, checks, \
+        check_rejections
+    values[C_EVENTS], values[C_STATUS], values[C_LAST_J] = 0, RUNNING, -1
+    counters[:] = values
+
+
+def read_counters(counters) -> dict:
+    """The counters after a call of ``loopback_visits``, by name (``COUNTERS``: the keywords of
+    ``set_counters``, plus ``events``, ``status`` and ``last_j``), as Python ints."""
+    values = counters.tolist()
+    return {name: values[slot] for name, slot in COUNTERS.items()}
+
+
 # ``loopback_visits``' CSR arguments for a dense shard (the types of scipy's usual CSR: one compiled version)
 NO_CSR = (np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32), np.empty(0), np.empty(0))
 NO_DENSE = np.empty((0, 0))
@@ -306,10 +337,11 @@ def loopback_visits(code, XT, sparse, indptr, indices, data, shift, column, orde
     the intercept's Newton step, ``exchange_step``, ``Central.apply``, ``Worker.commit``), the same
     arithmetic in the same order, in one compiled call. The shard's columns are the rows of ``XT``
     or, when ``sparse``, of the CSR ``(indptr, indices, data)`` less ``shift`` (its centring; empty:
-    none), written into ``column`` as ``FeatureShard.column`` does. ``counters`` (``C_*``) carry the cursor and
-    the tallies in and out; entries and departures go to the ``ev_*`` arrays (two per visit at
-    most). Returns ``intercept`` after the visits; ``counters[C_STATUS]`` says whether the passes are
-    done or the weights diverged (``C_LAST_J``: the feature whose step did).
+    none), written into ``column`` as ``FeatureShard.column`` does. ``counters`` (``C_*``, written by
+    ``set_counters`` and read by ``read_counters``) carry the cursor and the tallies in and out; entries and
+    departures go to the ``ev_*`` arrays (two per visit at most). Returns ``intercept`` after the visits;
+    ``counters[C_STATUS]`` says whether the passes are done or the weights diverged (``C_LAST_J``: the
+    feature whose step did).
 
     A worker of Asy-OS (``Worker.visit_view``) runs its visits at its view of ``u_C`` (``u``):
     ``stop_at_pass_end`` returns at the end of each pass (``PASS_END``, the cursor left there), so that

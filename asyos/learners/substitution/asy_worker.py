@@ -424,8 +424,9 @@ class Worker:
             columns = (module.NO_DENSE, True, XT.indptr, XT.indices, XT.data, shift, column)
         else:
             columns = (XT, False, *module.NO_CSR, column)
-        counters[:] = (self._pass, self._pos, self._pass_changes, self.passes_run, state.size, self.steps,
-                       state.checks, state.check_rejections, 0, 0, -1)
+        module.set_counters(counters, pass_index=self._pass, pos=self._pos, changes=self._pass_changes,
+                            passes_run=self.passes_run, size=state.size, steps=self.steps, checks=state.checks,
+                            check_rejections=state.check_rejections)
         hess = self._hess if self.owns_intercept else view
         self.intercept = module.loopback_visits(
             state._loss_code, *columns, self.order, self._retained, counters, self.passes, self.auto_passes,
@@ -434,10 +435,13 @@ class Worker:
             state.floor, state.entry_scale, state.ridge, self.owns_intercept, self.intercept, state._g, state._h,
             state._v, state._gS, state._dw, state._a, state._c, state._u_next, state._tmp, view, hess, self.delta,
             ev_step, ev_pass, ev_local, ev_enter, ev_weight, gram, G, R, W, colsum, Gdw, ahead, ahead_j)
-        (self._pass, self._pos, self._pass_changes, self.passes_run, size, steps, state.checks, state.check_rejections,
-         events, status, last) = (int(c) for c in counters)
-        state._resize(size)
-        applied, self.steps = steps - self.steps, steps              # every step committed is applied
+        out = module.read_counters(counters)
+        self._pass, self._pos, self._pass_changes = out["pass_index"], out["pos"], out["changes"]
+        self.passes_run, state.checks = out["passes_run"], out["checks"]
+        state.check_rejections = out["check_rejections"]
+        events, status, last = out["events"], out["status"], out["last_j"]
+        state._resize(out["size"])
+        applied, self.steps = out["steps"] - self.steps, out["steps"]   # every step committed is applied
         self.proposals += applied + (status == module.STOPPED_DIVERGED)
         if self.log is not None:
             columns = self.shard.columns
