@@ -128,7 +128,8 @@ def test_readme_examples_are_found_and_each_writes_its_own_directory():
     for command, out in zip(COMMANDS, outputs):
         text = command.text
         words = shlex.split(text, comments=True)
-        fits = "asyos.run" in text and not {"--list-algorithms", "--resume"} & set(words) and "predict" not in words
+        fits = ("asyos.run" in text and not {"--list-algorithms", "--help-algorithm", "--resume"} & set(words)
+                and "predict" not in words)
         if fits and "mpiexec -n 13 python -m asyos.run" != text:
             assert out and out.startswith("runs/"), f"{command.id}: example without its own --output runs/...: {text}"
         for word in words:
