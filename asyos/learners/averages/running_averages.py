@@ -158,7 +158,72 @@ class RunningAveragesSelector(BudgetedSelector):
 
 class OLSThreshold(RunningAveragesSelector):
     """OLS-th (thesis Alg. 3): least squares (ridge ``0.05`` when ``n <= p``), keep the ``k`` largest
-    standardized ``|b_j|``, refit least squares on them."""
+    standardized ``|b_j|``, refit least squares on them.
+
+    The model is extracted from the running averages (``stats_``, thesis Sec. 3.1, eqs. 3.2-3.3) when
+    first read, so ``partial_fit`` and ``learn_one`` cost ``O(p^2)`` per sample whatever ``n`` is, and
+    ``fit_stats`` takes averages accumulated elsewhere (module docstring).
+
+    Parameters
+    ----------
+    budget : int, default=10
+        ``k``: the features of the model.
+    task : {"regression", "classification"}, default="regression"
+        The same least-squares criterion for both (thesis Sec. 3.2.6); ``classification`` checks that
+        ``y`` holds two classes and predicts them.
+    forgetting : float or None, default=None
+        A rate ``alpha`` in (0, 1): averages that forget (eq. 3.11, ``alpha_n = max(alpha, 1/(n+1))``);
+        ``None``: plain averages.
+    ridge : float or "auto", default="auto"
+        The ridge (>= 0) of the least-squares fits (eq. 3.6), on the standardized data; ``"auto"``:
+        0.05 when the (effective) number of samples is at most the number of columns solved for,
+        else 0.
+    refit : bool, default=True
+        Refit least squares on the ``k`` features (Alg. 3's last line).
+    forget_by : {"sample", "batch"}, default="sample"
+        With ``forgetting``: each sample is one term of eq. 3.11, or each ``partial_fit`` batch is
+        (``asyos.learners.averages.stats``).
+
+    Attributes
+    ----------
+    stats_ : RunningAverages
+        The running averages of everything learned from.
+    model_ : ExtractedModel
+        The model with ``budget`` features (``asyos.learners.averages.extractors``), extracted when
+        first read after new samples.
+    coef_ : ndarray of shape (n_features_in_,)
+        The coefficients, in the data's units.
+    intercept_ : float
+        The intercept.
+    support_ : ndarray of int
+        Selected feature indices, sorted.
+    raw_coef_ : ndarray of shape (n_features_in_,)
+        The selection's coefficients (the full least-squares fit's), in the data's units.
+    n_samples_seen_ : int
+        Samples learned from.
+    lam_ : None
+        Penalized learners' weight; ``None`` here.
+    n_iter_ : int
+        0 (one least-squares fit).
+    classes_ : ndarray of shape (2,)
+        Classification: the two labels.
+    n_features_in_ : int
+        Number of features.
+
+    Examples
+    --------
+    >>> from asyos import OLSThreshold, make_regression
+    >>> data = make_regression(n_features=50, n_informative=5, n_samples=200, seed=0)
+    >>> model = OLSThreshold(budget=5)
+    >>> for start in range(0, 200, 50):
+    ...     model = model.partial_fit(data.X[start:start + 50], data.y[start:start + 50])
+    >>> model.support_.tolist()
+    [7, 13, 24, 27, 49]
+    >>> model.n_samples_seen_
+    200
+    >>> bool(model.score(data.X_test, data.y_test) > 0.95)
+    True
+    """
 
     method = "ols-th"
 
@@ -168,7 +233,77 @@ class OLSThreshold(RunningAveragesSelector):
 
 class OFSA(RunningAveragesSelector):
     """Online FSA (thesis Alg. 4): momentum gradient steps on the averages with the annealing
-    schedule ``M_t`` down to ``k`` features, then a least-squares refit."""
+    schedule ``M_t`` down to ``k`` features, then a least-squares refit.
+
+    ``warm_up`` momentum steps on every feature on ``1/2 b^T S_xx b - b^T S_xy`` (eq. 3.8), then
+    ``n_iter`` steps each followed by keeping the ``M_t = k + (p - k) max(0, (T - t)/(t mu + T))``
+    largest ``|b_j|`` (``T = n_iter``), all from the running averages (``stats_``; module docstring).
+
+    Parameters
+    ----------
+    budget : int, default=10
+        ``k``: the features of the model.
+    task : {"regression", "classification"}, default="regression"
+        The same least-squares criterion for both (thesis Sec. 3.2.6); ``classification`` checks that
+        ``y`` holds two classes and predicts them.
+    forgetting : float or None, default=None
+        A rate ``alpha`` in (0, 1): averages that forget, each sample one term (eq. 3.11,
+        ``alpha_n = max(alpha, 1/(n+1))``); ``None``: plain averages. (``forget_by`` is
+        ``OLSThreshold``'s only: here it is always ``"sample"``.)
+    ridge : float or "auto", default="auto"
+        The ridge (>= 0) of the refit (eq. 3.6), on the standardized data; ``"auto"``: 0.05 when the
+        (effective) number of samples is at most ``k``, else 0.
+    refit : bool, default=True
+        Refit least squares on the ``k`` features (Alg. 4's last line).
+    n_iter : int, default=200
+        Annealing steps ``T``.
+    warm_up : int, default=15
+        Momentum steps on every feature before the annealing.
+    mu : float, default=10.0
+        The annealing parameter (>= 0).
+    momentum : float, default=0.9
+        The momentum (>= 0).
+    step : float or "auto", default="auto"
+        The step (> 0); ``"auto"``: ``1 / lambda_max(S_xx)``.
+
+    Attributes
+    ----------
+    stats_ : RunningAverages
+        The running averages of everything learned from.
+    model_ : ExtractedModel
+        The model with ``budget`` features (``asyos.learners.averages.extractors``), extracted when
+        first read after new samples.
+    coef_ : ndarray of shape (n_features_in_,)
+        The coefficients, in the data's units.
+    intercept_ : float
+        The intercept.
+    support_ : ndarray of int
+        Selected feature indices, sorted.
+    raw_coef_ : ndarray of shape (n_features_in_,)
+        The annealing's coefficients before the refit, in the data's units.
+    n_samples_seen_ : int
+        Samples learned from.
+    lam_ : None
+        Penalized learners' weight; ``None`` here.
+    n_iter_ : int
+        Gradient steps run (``warm_up + n_iter``).
+    classes_ : ndarray of shape (2,)
+        Classification: the two labels.
+    n_features_in_ : int
+        Number of features.
+
+    Examples
+    --------
+    >>> from asyos import OFSA, make_regression
+    >>> data = make_regression(n_features=50, n_informative=5, n_samples=200, seed=0)
+    >>> model = OFSA(budget=5).fit(data.X, data.y)
+    >>> model.support_.tolist()
+    [7, 13, 24, 27, 49]
+    >>> model.n_iter_
+    215
+    >>> model.extract(3).support.size
+    3
+    """
 
     method = "ofsa"
 
@@ -215,13 +350,155 @@ class _Penalized(RunningAveragesSelector):
 
 
 class OLasso(_Penalized):
-    """Online Lasso (thesis Alg. 5, soft thresholding): ``lambda`` bisected for exactly ``k`` features."""
+    """Online Lasso (thesis Alg. 5, soft thresholding): ``lambda`` bisected for exactly ``k`` features.
+
+    The penalized problem (eq. 3.5, ``y`` scaled to unit variance) is solved from the running
+    averages (``stats_``) by coordinate descent with the soft-thresholding operator (eq. 3.10), and
+    ``lambda`` bisected in log scale until ``k`` coefficients are non-zero, then least squares refit
+    on them (``asyos.learners.averages.extractors``).
+
+    Parameters
+    ----------
+    budget : int, default=10
+        ``k``: the features of the model.
+    task : {"regression", "classification"}, default="regression"
+        The same least-squares criterion for both (thesis Sec. 3.2.6); ``classification`` checks that
+        ``y`` holds two classes and predicts them.
+    forgetting : float or None, default=None
+        A rate ``alpha`` in (0, 1): averages that forget, each sample one term (eq. 3.11,
+        ``alpha_n = max(alpha, 1/(n+1))``); ``None``: plain averages. (``forget_by`` is
+        ``OLSThreshold``'s only: here it is always ``"sample"``.)
+    ridge : float or "auto", default="auto"
+        The ridge (>= 0) of the refit (eq. 3.6), on the standardized data; ``"auto"``: 0.05 when the
+        (effective) number of samples is at most ``k``, else 0.
+    refit : bool, default=True
+        Refit least squares on the ``k`` features (Alg. 5's last line).
+    exact : bool, default=True
+        When no ``lambda`` gives exactly ``k`` features: cut the sparsest solution with more to its
+        ``k`` largest ``|b_j|``; ``False``: keep the densest with fewer (the thesis' protocol for its
+        baselines).
+    max_steps : int, default=100
+        Most solves of the ``lambda`` search for one ``k``.
+    tol : float, default=1e-7
+        Coordinate descent stops when a sweep moves no coefficient by more than this (> 0).
+    max_sweeps : int, default=100000
+        Most coordinate-descent sweeps per solve (a ``ConvergenceWarning`` says when reached).
+
+    Attributes
+    ----------
+    stats_ : RunningAverages
+        The running averages of everything learned from.
+    model_ : ExtractedModel
+        The model with ``budget`` features (``asyos.learners.averages.extractors``), extracted when
+        first read after new samples.
+    coef_ : ndarray of shape (n_features_in_,)
+        The coefficients, in the data's units.
+    intercept_ : float
+        The intercept.
+    support_ : ndarray of int
+        Selected feature indices, sorted.
+    raw_coef_ : ndarray of shape (n_features_in_,)
+        The penalized solution's coefficients before the refit, in the data's units.
+    n_samples_seen_ : int
+        Samples learned from.
+    lam_ : float
+        The ``lambda`` found, in ``y``'s units.
+    n_iter_ : int
+        Solves run by the search for ``budget``.
+    classes_ : ndarray of shape (2,)
+        Classification: the two labels.
+    n_features_in_ : int
+        Number of features.
+
+    Examples
+    --------
+    >>> from asyos import OLasso, make_regression
+    >>> data = make_regression(n_features=50, n_informative=5, n_samples=200, seed=0)
+    >>> model = OLasso(budget=5).fit(data.X, data.y)
+    >>> model.support_.tolist()
+    [7, 13, 24, 27, 49]
+    >>> bool(model.lam_ > 0)
+    True
+    >>> [m.support.size for m in model.path([2, 5])]
+    [2, 5]
+    """
 
     method, penalty = "olasso", "lasso"
 
 
 class OElasticNet(_Penalized):
-    """Online elastic net (thesis Alg. 5): penalty ``lambda (l1_ratio |b| + (1 - l1_ratio)/2 b^2)``."""
+    """Online elastic net (thesis Alg. 5): penalty ``lambda (l1_ratio |b| + (1 - l1_ratio)/2 b^2)``.
+
+    As ``OLasso`` with the elastic net's thresholding operator (eq. 3.10): ``lambda`` bisected on the
+    running averages (``stats_``) until ``k`` coefficients are non-zero, then least squares refit on
+    them (``asyos.learners.averages.extractors``).
+
+    Parameters
+    ----------
+    budget : int, default=10
+        ``k``: the features of the model.
+    task : {"regression", "classification"}, default="regression"
+        The same least-squares criterion for both (thesis Sec. 3.2.6); ``classification`` checks that
+        ``y`` holds two classes and predicts them.
+    forgetting : float or None, default=None
+        A rate ``alpha`` in (0, 1): averages that forget, each sample one term (eq. 3.11,
+        ``alpha_n = max(alpha, 1/(n+1))``); ``None``: plain averages. (``forget_by`` is
+        ``OLSThreshold``'s only: here it is always ``"sample"``.)
+    ridge : float or "auto", default="auto"
+        The ridge (>= 0) of the refit (eq. 3.6), on the standardized data; ``"auto"``: 0.05 when the
+        (effective) number of samples is at most ``k``, else 0.
+    refit : bool, default=True
+        Refit least squares on the ``k`` features (Alg. 5's last line).
+    exact : bool, default=True
+        When no ``lambda`` gives exactly ``k`` features: cut the sparsest solution with more to its
+        ``k`` largest ``|b_j|``; ``False``: keep the densest with fewer (the thesis' protocol for its
+        baselines).
+    max_steps : int, default=100
+        Most solves of the ``lambda`` search for one ``k``.
+    tol : float, default=1e-7
+        Coordinate descent stops when a sweep moves no coefficient by more than this (> 0).
+    max_sweeps : int, default=100000
+        Most coordinate-descent sweeps per solve (a ``ConvergenceWarning`` says when reached).
+    l1_ratio : float, default=0.5
+        The l1 share of the penalty, in (0, 1] (0 passes the parameter check and fails at the
+        extraction).
+
+    Attributes
+    ----------
+    stats_ : RunningAverages
+        The running averages of everything learned from.
+    model_ : ExtractedModel
+        The model with ``budget`` features (``asyos.learners.averages.extractors``), extracted when
+        first read after new samples.
+    coef_ : ndarray of shape (n_features_in_,)
+        The coefficients, in the data's units.
+    intercept_ : float
+        The intercept.
+    support_ : ndarray of int
+        Selected feature indices, sorted.
+    raw_coef_ : ndarray of shape (n_features_in_,)
+        The penalized solution's coefficients before the refit, in the data's units.
+    n_samples_seen_ : int
+        Samples learned from.
+    lam_ : float
+        The ``lambda`` found, in ``y``'s units.
+    n_iter_ : int
+        Solves run by the search for ``budget``.
+    classes_ : ndarray of shape (2,)
+        Classification: the two labels.
+    n_features_in_ : int
+        Number of features.
+
+    Examples
+    --------
+    >>> from asyos import OElasticNet, make_regression
+    >>> data = make_regression(n_features=50, n_informative=5, n_samples=200, seed=0)
+    >>> model = OElasticNet(budget=5, l1_ratio=0.5).fit(data.X, data.y)
+    >>> model.support_.tolist()
+    [7, 13, 24, 27, 49]
+    >>> bool(model.score(data.X_test, data.y_test) > 0.95)
+    True
+    """
 
     method, penalty = "oelnet", "elnet"
 
@@ -235,7 +512,77 @@ class OElasticNet(_Penalized):
 
 
 class OMCP(_Penalized):
-    """Online MCP (thesis Alg. 5 with the operator of eq. 3.10, ``b = gamma``)."""
+    """Online MCP (thesis Alg. 5 with the operator of eq. 3.10, ``b = gamma``).
+
+    As ``OLasso`` with the minimax concave penalty's thresholding operator: ``lambda`` bisected on the
+    running averages (``stats_``) until ``k`` coefficients are non-zero, then least squares refit on
+    them (``asyos.learners.averages.extractors``).
+
+    Parameters
+    ----------
+    budget : int, default=10
+        ``k``: the features of the model.
+    task : {"regression", "classification"}, default="regression"
+        The same least-squares criterion for both (thesis Sec. 3.2.6); ``classification`` checks that
+        ``y`` holds two classes and predicts them.
+    forgetting : float or None, default=None
+        A rate ``alpha`` in (0, 1): averages that forget, each sample one term (eq. 3.11,
+        ``alpha_n = max(alpha, 1/(n+1))``); ``None``: plain averages. (``forget_by`` is
+        ``OLSThreshold``'s only: here it is always ``"sample"``.)
+    ridge : float or "auto", default="auto"
+        The ridge (>= 0) of the refit (eq. 3.6), on the standardized data; ``"auto"``: 0.05 when the
+        (effective) number of samples is at most ``k``, else 0.
+    refit : bool, default=True
+        Refit least squares on the ``k`` features (Alg. 5's last line).
+    exact : bool, default=True
+        When no ``lambda`` gives exactly ``k`` features: cut the sparsest solution with more to its
+        ``k`` largest ``|b_j|``; ``False``: keep the densest with fewer (the thesis' protocol for its
+        baselines).
+    max_steps : int, default=100
+        Most solves of the ``lambda`` search for one ``k``.
+    tol : float, default=1e-7
+        Coordinate descent stops when a sweep moves no coefficient by more than this (> 0).
+    max_sweeps : int, default=100000
+        Most coordinate-descent sweeps per solve (a ``ConvergenceWarning`` says when reached).
+    gamma : float, default=3.0
+        MCP's concavity ``b`` (> 1).
+
+    Attributes
+    ----------
+    stats_ : RunningAverages
+        The running averages of everything learned from.
+    model_ : ExtractedModel
+        The model with ``budget`` features (``asyos.learners.averages.extractors``), extracted when
+        first read after new samples.
+    coef_ : ndarray of shape (n_features_in_,)
+        The coefficients, in the data's units.
+    intercept_ : float
+        The intercept.
+    support_ : ndarray of int
+        Selected feature indices, sorted.
+    raw_coef_ : ndarray of shape (n_features_in_,)
+        The penalized solution's coefficients before the refit, in the data's units.
+    n_samples_seen_ : int
+        Samples learned from.
+    lam_ : float
+        The ``lambda`` found, in ``y``'s units.
+    n_iter_ : int
+        Solves run by the search for ``budget``.
+    classes_ : ndarray of shape (2,)
+        Classification: the two labels.
+    n_features_in_ : int
+        Number of features.
+
+    Examples
+    --------
+    >>> from asyos import OMCP, make_regression
+    >>> data = make_regression(n_features=50, n_informative=5, n_samples=200, seed=0)
+    >>> model = OMCP(budget=5, gamma=3.0).fit(data.X, data.y)
+    >>> model.support_.tolist()
+    [7, 13, 24, 27, 49]
+    >>> bool(model.score(data.X_test, data.y_test) > 0.95)
+    True
+    """
 
     method, penalty = "omcp", "mcp"
 

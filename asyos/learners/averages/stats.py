@@ -121,12 +121,54 @@ class StandardizedStats:
 class RunningAverages:
     """``n, mu_x, mu_y, S_xx, S_xy, S_yy`` of a sample stream (thesis Sec. 3.1).
 
+    Stored as sums about a shift fixed at the first batch's mean, so that nothing is lost to
+    cancellation; two sets of averages merge (``merge``, ``+``) into those of the concatenated
+    streams; ``standardize`` gives the averages of the standardized data (eqs. 3.2-3.3) that the
+    running-averages learners extract their models from (module docstring).
+
+    Parameters
+    ----------
+    n_features : int
+        ``p`` (>= 1): memory is ``O(p^2)`` whatever the number of samples.
+    forgetting : float or None, default=None
+        A rate ``alpha`` in (0, 1): ``a <- (1 - alpha_n) a + alpha_n a(x_{n+1})`` with
+        ``alpha_n = max(alpha, 1/(n+1))`` (eq. 3.11); ``None``: plain averages.
+    forget_by : {"sample", "batch"}, default="sample"
+        With ``forgetting``: each sample is one term, or each ``update`` batch is (``alpha_m =
+        max(alpha, b/(W + b))``).
+
+    Attributes
+    ----------
+    n_seen : int
+        Samples added (an integer, whatever the weights).
+    weight : float
+        ``W``, the sum of the samples' weights (``n_seen`` without forgetting; the effective sample
+        size, at most ``1/alpha``, with it); also ``n``.
+    mean_x : ndarray of shape (n_features,)
+        ``mu_x``.
+    mean_y : float
+        ``mu_y``.
+    S_xx : ndarray of shape (n_features, n_features)
+        ``X^T X / n`` (a new array at each read).
+    S_xy : ndarray of shape (n_features,)
+        ``X^T y / n``.
+    S_yy : float
+        ``y^T y / n``.
+    shift_x, shift_y : ndarray of shape (n_features,), float
+        The shift ``K`` the sums are taken about.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from asyos import RunningAverages
     >>> rng = np.random.default_rng(0)
     >>> X, y = rng.normal(size=(50, 3)), rng.normal(size=50)
     >>> a = RunningAverages(3).update(X[:20], y[:20])
     >>> b = RunningAverages(3).update(X[20:], y[20:])
     >>> bool(np.allclose((a + b).S_xx, X.T @ X / 50))
     True
+    >>> (a + b).n_seen
+    50
     """
 
     def __init__(self, n_features: int, forgetting: float | None = None, forget_by: str = "sample"):

@@ -33,8 +33,62 @@ from ..params import BOOLEAN, BUDGET, SEED, Interval, Real, count, positive
 class ProjectedGradient(BudgetedSelector):
     """Iterative hard thresholding onto ``||w||_0 <= budget`` with a monotone backtracking step.
 
-    Stops when ``||w_new - w|| <= tol * max(||w||, 1e-12)`` or after ``max_iter`` iterations.
-    Attributes: ``coef_``, ``raw_coef_``, ``support_``, ``n_iter_``, ``objective_path_``.
+    ``w <- P_s(w - eta grad f(w))`` from ``w = 0`` (Yuan et al. 2014; Foucart 2011); ``eta`` starts at
+    ``1/L`` for a block of ``2 budget`` columns and is halved until the quadratic upper bound holds, so
+    the objective never increases (module docstring). Stops when ``||w_new - w|| <= tol * max(||w||,
+    1e-12)`` or after ``max_iter`` iterations. No intercept: centre ``y`` (and ``X``) first.
+
+    Parameters
+    ----------
+    budget : int, default=10
+        Number of features to keep (``s``).
+    loss : {"squared", "squared_hinge", "logistic", "auto"}, default="squared"
+        ``auto``: the squared hinge when ``y`` holds two classes, else the squared loss.
+    max_iter : int, default=500
+        Most iterations.
+    tol : float, default=1e-7
+        Relative change of ``w`` that stops the iterations (> 0).
+    refit : bool, default=True
+        Refit the loss on the selected features after selection (``asyos.learners.refit``).
+    random_state : int or None, default=0
+        Seeds the blocks sampled to estimate ``L``.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        Refit coefficients (the IHT weights with ``refit=False``).
+    raw_coef_ : ndarray of shape (n_features,)
+        The IHT weights before the refit.
+    intercept_, raw_intercept_ : float
+        Always 0.0 (no intercept).
+    support_ : ndarray of int
+        Selected feature indices, sorted.
+    n_iter_ : int
+        Iterations run.
+    step_size_ : float
+        The final ``eta`` (after the halvings).
+    objective_path_ : ndarray
+        The objective before the first iteration and after each one (non-increasing).
+    loss_ : str
+        The loss used (``auto`` resolved).
+    classes_ : ndarray of shape (2,)
+        Classification: the two labels.
+    n_features_in_ : int
+        Number of features seen by ``fit``.
+    fit_time_ : float
+        Seconds of the fit.
+
+    Examples
+    --------
+    >>> from asyos import ProjectedGradient, make_regression
+    >>> data = make_regression(n_features=50, n_informative=5, n_samples=200, seed=0)
+    >>> model = ProjectedGradient(budget=5).fit(data.X, data.y)
+    >>> model.support_.tolist()
+    [7, 13, 24, 27, 49]
+    >>> bool(model.score(data.X_test, data.y_test) > 0.95)
+    True
+    >>> bool(all(model.objective_path_[1:] <= model.objective_path_[:-1]))
+    True
     """
 
     _reported = ("step_size_", "n_iter_", "raw_intercept_")
@@ -105,8 +159,67 @@ class LassoToBudget(BudgetedSelector):
     """L1-regularised fit whose penalty is lowered until at least ``budget`` features are non-zero,
     then the ``budget`` largest coefficients are kept and refit.
 
-    Attributes: ``coef_``, ``raw_coef_``, ``support_``, ``alpha_`` (regression) or ``C_``
-    (classification), ``n_fits_``, ``search_path_`` (every ``(alpha or C, non-zeros)`` fitted).
+    The KDD'16 baseline ("lambda is set to guarantee the batch methods selecting at least s
+    features"): scikit-learn's ``Lasso`` for the squared loss, ``LinearSVC(penalty="l1")`` for the
+    squared hinge, L1 ``LogisticRegression`` for the logistic loss (module docstring). No intercept:
+    centre ``y`` (and ``X``) first.
+
+    Parameters
+    ----------
+    budget : int, default=10
+        Number of features to keep (``s``).
+    loss : {"squared", "squared_hinge", "logistic", "auto"}, default="squared"
+        ``auto``: the squared hinge when ``y`` holds two classes, else the squared loss.
+    n_alphas : int, default=100
+        Squared loss: the grid of the path, ``n_alphas`` values from ``alpha_max`` down to
+        ``eps alpha_max`` (>= 2).
+    eps : float, default=1e-3
+        Squared loss: the end of the grid relative to ``alpha_max``, in (0, 1).
+    refit : bool, default=True
+        Refit the loss on the selected features after selection (``asyos.learners.refit``).
+    random_state : int or None, default=0
+        Not passed to the fits (kept for the common interface): liblinear's classifiers seed their
+        coordinate order from numpy's global generator, so a classification fit may differ slightly
+        between runs (by about 1e-7 in the coefficients).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        Refit coefficients (the L1 fit's with ``refit=False``).
+    raw_coef_ : ndarray of shape (n_features,)
+        The L1 fit's coefficients of the selected features.
+    intercept_, raw_intercept_ : float
+        Always 0.0 (no intercept).
+    support_ : ndarray of int
+        Selected feature indices, sorted.
+    alpha_ : float
+        Squared loss: the ``Lasso`` penalty of the fit kept.
+    C_ : float
+        Classification: the ``C`` of the fit kept.
+    n_fits_ : int
+        L1 fits run.
+    search_path_ : list of (float, int)
+        Every ``(alpha or C, non-zeros)`` fitted.
+    loss_ : str
+        The loss used (``auto`` resolved).
+    classes_ : ndarray of shape (2,)
+        Classification: the two labels.
+    n_features_in_ : int
+        Number of features seen by ``fit``.
+    fit_time_ : float
+        Seconds of the fit.
+
+    Examples
+    --------
+    >>> from asyos import LassoToBudget, make_regression
+    >>> data = make_regression(n_features=50, n_informative=5, n_samples=200, seed=0)
+    >>> model = LassoToBudget(budget=5).fit(data.X, data.y)
+    >>> model.support_.tolist()
+    [7, 13, 24, 27, 49]
+    >>> bool(model.score(data.X_test, data.y_test) > 0.95)
+    True
+    >>> bool(model.alpha_ > 0)
+    True
     """
 
     _reported = ("raw_intercept_",)

@@ -62,6 +62,56 @@ class DFLS(Estimator):
         relative to ``max(1, ||w||_inf)``.
     start_theta : l_p only: where the path starts when adding, and where it stops when removing
         (near ``theta = 0`` the l_p path is not differentiable).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features_in_,)
+        The coefficients, in the data's units.
+    intercept_ : float
+        The intercept (``mean(y) - mean(X) . coef_``; 0 without ``fit_intercept``).
+    support_ : ndarray of int
+        Indices of the non-zero coefficients, sorted.
+    w_ : ndarray of shape (n_features_in_,)
+        The coefficients of the standardized problem, which the penalty sees.
+    kkt_residual_ : float
+        How far ``w_`` is from the optimality conditions (eq. 3).
+    path_ : SolutionPath or None
+        The path of the last ``add_features`` / ``remove_features`` (its transition points, the ODE's
+        work, ``coef_at(theta)``); ``None`` after ``fit``.
+    fit_result_ : BatchResult
+        The batch solve of ``fit`` (coefficients, iterations, convergence, seconds, KKT residual).
+    groups_ : ndarray or None
+        Group lasso: each column's group label; ``None`` for l_p.
+    exponent_ : float
+        The ``p`` of the l_p penalty (``exponent``, default 4).
+    X_ : ndarray of shape (n_samples, n_features_in_)
+        The standardized training columns (a view).
+    y_ : ndarray of shape (n_samples,)
+        The centred training targets.
+    x_mean_, x_scale_ : ndarray of shape (n_features_in_,)
+        Each column's mean (0 without ``fit_intercept``) and scale (1 without ``standardize``).
+    y_mean_ : float
+        The mean of ``y`` (0 without ``fit_intercept``).
+    gram_, xty_ : ndarray
+        ``X_^T X_ / n`` and ``X_^T y_ / n``.
+    n_features_in_ : int
+        The current number of features (it changes with ``add_features`` and ``remove_features``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from asyos import DFLS
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((100, 6))
+    >>> y = X[:, 0] - 2.0 * X[:, 4] + 0.1 * rng.standard_normal(100)
+    >>> model = DFLS(alpha=0.1).fit(X[:, :4], y)
+    >>> model.add_features(X[:, 4:]).support_.tolist()
+    [0, 4]
+    >>> retrained = DFLS(alpha=0.1).fit(X, y)
+    >>> bool(np.allclose(model.coef_, retrained.coef_, atol=1e-6))
+    True
+    >>> model.remove_features([1, 2]).n_features_in_
+    4
     """
 
     def __init__(self, penalty="group_lasso", alpha=0.2, exponent=None, groups=None, fit_intercept=True,

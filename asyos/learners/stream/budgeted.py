@@ -120,7 +120,78 @@ class AdaptiveTruncation(SampleStreamLearner):
 
 
 class BudgetedARDA(AdaptiveTruncation):
-    """B-ARDA (ECML'18 Alg. 1): dual averaging, keep the ``B`` largest ``H_ii z_i^2``."""
+    """B-ARDA (ECML'18 Alg. 1): dual averaging, keep the ``B`` largest ``H_ii z_i^2``.
+
+    ``z_{t+1} = -eta (lam eta t I + H_t)^{-1} sum_i g_i`` (eq. 1) with ``H_t = delta I + diag(s_t)``,
+    ``s_{t,i} = ||g_{1:t,i}||_2``; the truncation (eq. 2) never feeds back into the state, so a
+    truncated feature returns when its score recovers (module docstring).
+
+    Parameters
+    ----------
+    budget : int, default=10
+        ``B``: ``||w||_0 <= B`` after every sample.
+    step : {"dual-averaging", "mirror-descent"}, default="dual-averaging"
+        The step (``"mirror-descent"`` is B-AMD's, ECML'18 Alg. 2 eq. 3).
+    truncation : {"quadratic", "linear"}, default="quadratic"
+        The truncation score: ``H_ii z_i^2`` (eq. 2) or ``H_ii |z_i|`` (eq. 4).
+    eta : float, default=0.03
+        Step size (> 0).
+    lam : float, default=1e-4
+        The l2 weight (>= 0) of ``phi = lam/2 ||w||^2``.
+    delta : float, default=1e-2
+        AdaGrad's ``delta`` in ``H_t``.
+    loss : {"squared_hinge", "hinge", "logistic", "squared"}, default="squared_hinge"
+        The per-sample loss (``asyos.losses``): the first three for two classes, ``squared`` for
+        regression.
+    passes : int or "auto", default="auto"
+        Passes of ``fit`` over the data, each in a fresh random order; ``"auto"``: ``ceil(2 d / n)``
+        (the ECML'18 protocol).
+    scale : {"maxabs", None}, default="maxabs"
+        ``"maxabs"``: each feature divided by its largest absolute value seen so far
+        (``asyos.learners.stream.sample_stream``); ``None``: the data as given.
+    random_state : int or None, default=0
+        Seed of the pass orders.
+    n_features : int or None, default=None
+        The number of features of dict rows (``learn_one``); ``None``: grows with the names met.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features_in_,)
+        The weights, in the data's units (the learned weights divided by ``scale_``); at most
+        ``budget`` non-zeros.
+    raw_coef_ : ndarray of shape (n_features_in_,)
+        The same as ``coef_`` (no refit).
+    support_ : ndarray of int
+        Indices of the non-zero weights, sorted.
+    scale_ : ndarray of shape (n_features_in_,)
+        Each feature's scale (1 where no value was seen, and everywhere with ``scale=None``).
+    n_samples_seen_ : int
+        Samples learned from (every pass counted).
+    n_updates_ : int
+        Steps that changed the model (non-zero loss gradient).
+    online_accuracy_ : float
+        Classification: the fraction of samples predicted right before being learned from.
+    classes_ : ndarray of shape (2,)
+        Classification: the two labels (the second one is +1 inside).
+    n_features_in_ : int
+        Number of features seen by ``fit``.
+    feature_names_ : list or None
+        Dict rows: the feature names in column order; ``None`` for array rows.
+
+    Examples
+    --------
+    >>> from asyos import BudgetedARDA, make_classification
+    >>> data = make_classification(n_features=50, n_informative=5, n_samples=500, seed=0)
+    >>> model = BudgetedARDA(budget=5).fit(data.X, data.y)
+    >>> model.support_.tolist()
+    [7, 13, 24, 27, 49]
+    >>> data.true_support.tolist()
+    [7, 13, 24, 27, 49]
+    >>> bool(model.score(data.X_test, data.y_test) > 0.95)
+    True
+    >>> model.n_samples_seen_
+    500
+    """
 
     algorithm_name = "b-arda"
 
@@ -131,7 +202,76 @@ class BudgetedARDA(AdaptiveTruncation):
 
 
 class BudgetedAMD(AdaptiveTruncation):
-    """B-AMD (ECML'18 Alg. 2): adaptive mirror descent, keep the ``B`` largest ``H_ii |z_i|``."""
+    """B-AMD (ECML'18 Alg. 2): adaptive mirror descent, keep the ``B`` largest ``H_ii |z_i|``.
+
+    ``z_{t+1} = w_t - eta H_t^{-1} g_t`` (eq. 3) with ``g_t = lam w_t + l'(u_t) x_t`` and
+    ``H_t = delta I + diag(s_t)``, ``s_{t,i} = ||g_{1:t,i}||_2``; ``w_{t+1}`` is the truncated
+    ``z_{t+1}`` (eq. 4; module docstring).
+
+    Parameters
+    ----------
+    budget : int, default=10
+        ``B``: ``||w||_0 <= B`` after every sample.
+    step : {"mirror-descent", "dual-averaging"}, default="mirror-descent"
+        The step (``"dual-averaging"`` is B-ARDA's, ECML'18 Alg. 1 eq. 1).
+    truncation : {"linear", "quadratic"}, default="linear"
+        The truncation score: ``H_ii |z_i|`` (eq. 4) or ``H_ii z_i^2`` (eq. 2).
+    eta : float, default=0.1
+        Step size (> 0).
+    lam : float, default=1e-4
+        The l2 weight (>= 0) of ``phi = lam/2 ||w||^2``.
+    delta : float, default=1e-2
+        AdaGrad's ``delta`` in ``H_t``.
+    loss : {"squared_hinge", "hinge", "logistic", "squared"}, default="squared_hinge"
+        The per-sample loss (``asyos.losses``): the first three for two classes, ``squared`` for
+        regression.
+    passes : int or "auto", default="auto"
+        Passes of ``fit`` over the data, each in a fresh random order; ``"auto"``: ``ceil(2 d / n)``
+        (the ECML'18 protocol).
+    scale : {"maxabs", None}, default="maxabs"
+        ``"maxabs"``: each feature divided by its largest absolute value seen so far
+        (``asyos.learners.stream.sample_stream``); ``None``: the data as given.
+    random_state : int or None, default=0
+        Seed of the pass orders.
+    n_features : int or None, default=None
+        The number of features of dict rows (``learn_one``); ``None``: grows with the names met.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features_in_,)
+        The weights, in the data's units (the learned weights divided by ``scale_``); at most
+        ``budget`` non-zeros.
+    raw_coef_ : ndarray of shape (n_features_in_,)
+        The same as ``coef_`` (no refit).
+    support_ : ndarray of int
+        Indices of the non-zero weights, sorted.
+    scale_ : ndarray of shape (n_features_in_,)
+        Each feature's scale (1 where no value was seen, and everywhere with ``scale=None``).
+    n_samples_seen_ : int
+        Samples learned from (every pass counted).
+    n_updates_ : int
+        Steps that changed the model (non-zero loss gradient).
+    online_accuracy_ : float
+        Classification: the fraction of samples predicted right before being learned from.
+    classes_ : ndarray of shape (2,)
+        Classification: the two labels (the second one is +1 inside).
+    n_features_in_ : int
+        Number of features seen by ``fit``.
+    feature_names_ : list or None
+        Dict rows: the feature names in column order; ``None`` for array rows.
+
+    Examples
+    --------
+    >>> from asyos import BudgetedAMD, make_classification
+    >>> data = make_classification(n_features=50, n_informative=5, n_samples=500, seed=0)
+    >>> model = BudgetedAMD(budget=5, eta=1.0, passes=5).fit(data.X, data.y)
+    >>> model.support_.size
+    5
+    >>> bool(model.score(data.X_test, data.y_test) > 0.9)
+    True
+    >>> model.n_samples_seen_
+    2500
+    """
 
     algorithm_name = "b-amd"
 

@@ -159,8 +159,79 @@ def _diverged_near(path, budget):
 
 
 class L1ARDA(L1Learner):
-    """l1-ARDA (ECML'18's baseline). Parameters: ``budget``, ``lam`` (``"auto"`` or the l1 weight),
-    ``eta``, ``delta``, ``loss``, ``passes``, ``scale``, ``random_state``, ``n_features``."""
+    """l1-ARDA (Duchi, Hazan, Singer 2011; ECML'18's baseline): AdaGrad's dual averaging with an l1
+    term, ``w_{t,i} = eta t sign(-G_i) / H_i max(0, |G_i|/t - lam)`` with ``G = sum g`` and
+    ``H = delta + ||g_{1:t,i}||`` (module docstring).
+
+    Parameters
+    ----------
+    budget : int or None, default=10
+        The most non-zeros the ``lam="auto"`` search may leave. With a numeric ``lam`` the l1 weight
+        alone decides how many features survive (``fit`` warns when fewer than ``budget`` do);
+        ``None`` needs a numeric ``lam``.
+    lam : float or "auto", default="auto"
+        The l1 weight (>= 0). ``"auto"``: ``fit`` (and the first ``partial_fit``) searches it for the
+        model with the most non-zeros not above ``budget`` (module docstring, "Meeting a budget").
+    eta : float or "auto", default=0.3
+        Step size (> 0). ``"auto"``: 0.3, reduced tenfold and the fit redone on divergence
+        (``asyos.learners.stream.auto_step``).
+    delta : float, default=1e-2
+        AdaGrad's ``delta`` in ``H``.
+    loss : {"squared_hinge", "hinge", "logistic", "squared"}, default="squared_hinge"
+        The per-sample loss (``asyos.losses``): the first three for two classes, ``squared`` for
+        regression.
+    passes : int or "auto", default="auto"
+        Passes of ``fit`` over the data, each in a fresh random order; ``"auto"``: ``ceil(2 d / n)``
+        (the ECML'18 protocol).
+    scale : {"maxabs", None}, default="maxabs"
+        ``"maxabs"``: each feature divided by its largest absolute value seen so far
+        (``asyos.learners.stream.sample_stream``); ``None``: the data as given.
+    random_state : int or None, default=0
+        Seed of the pass orders.
+    n_features : int or None, default=None
+        The number of features of dict rows (``learn_one``); ``None``: grows with the names met.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features_in_,)
+        The weights, in the data's units (the learned weights divided by ``scale_``).
+    raw_coef_ : ndarray of shape (n_features_in_,)
+        The same as ``coef_`` (no refit).
+    support_ : ndarray of int
+        Indices of the non-zero weights, sorted.
+    lam_ : float
+        The l1 weight used (with ``lam="auto"``: the one the search found).
+    lam_path_ : list of (float, int or None)
+        ``lam="auto"``: every ``(lam, non-zeros)`` tried (``None``: that fit diverged).
+    eta_ : float
+        The step size used.
+    scale_ : ndarray of shape (n_features_in_,)
+        Each feature's scale (1 where no value was seen, and everywhere with ``scale=None``).
+    n_samples_seen_ : int
+        Samples learned from (every pass counted).
+    n_updates_ : int
+        Steps that changed the model (non-zero loss gradient).
+    online_accuracy_ : float
+        Classification: the fraction of samples predicted right before being learned from.
+    classes_ : ndarray of shape (2,)
+        Classification: the two labels (the second one is +1 inside).
+    n_features_in_ : int
+        Number of features seen by ``fit``.
+    feature_names_ : list or None
+        Dict rows: the feature names in column order; ``None`` for array rows.
+
+    Examples
+    --------
+    >>> from asyos import L1ARDA, make_classification
+    >>> data = make_classification(n_features=50, n_informative=5, n_samples=500, seed=0)
+    >>> model = L1ARDA(budget=5).fit(data.X, data.y)
+    >>> model.support_.tolist()
+    [7, 13, 24, 27, 49]
+    >>> data.true_support.tolist()
+    [7, 13, 24, 27, 49]
+    >>> bool(model.score(data.X_test, data.y_test) > 0.9)
+    True
+    """
 
     algorithm_name = "l1-arda"
     auto_start = 0.3
@@ -211,9 +282,87 @@ class _Proximal(L1Learner):
 
 
 class AdaFOBOS(_Proximal):
-    """Ada-FOBOS (ECML'18's baseline): the diagonal AdaGrad step, then soft-thresholding by
-    ``lam eta / H``. Parameters: ``budget``, ``lam``, ``eta``, ``delta``, ``lam2`` (an l2 weight,
-    default 0), ``loss``, ``passes``, ``scale``, ``random_state``, ``n_features``."""
+    """Ada-FOBOS (Duchi, Hazan, Singer 2011; ECML'18's baseline): the diagonal AdaGrad step, then
+    soft-thresholding, ``w <- soft(w - eta g / H, lam eta / H) / (1 + lam2 eta / H)`` with
+    ``H = delta + ||g_{1:t,i}||`` (module docstring; ``_stream_kernels.prox_rows``).
+
+    Parameters
+    ----------
+    budget : int or None, default=10
+        The most non-zeros the ``lam="auto"`` search may leave. With a numeric ``lam`` the l1 weight
+        alone decides how many features survive (``fit`` warns when fewer than ``budget`` do);
+        ``None`` needs a numeric ``lam``.
+    lam : float or "auto", default="auto"
+        The l1 weight (>= 0). ``"auto"``: ``fit`` (and the first ``partial_fit``) searches it for the
+        model with the most non-zeros not above ``budget`` (module docstring, "Meeting a budget").
+    eta : float or "auto", default=0.1
+        Step size (> 0). ``"auto"``: 0.1, reduced tenfold and the fit redone on divergence
+        (``asyos.learners.stream.auto_step``).
+    delta : float, default=1e-2
+        AdaGrad's ``delta`` in ``H``.
+    lam2 : float, default=0.0
+        An l2 weight (>= 0).
+    loss : {"squared_hinge", "hinge", "logistic", "squared"}, default="squared_hinge"
+        The per-sample loss (``asyos.losses``): the first three for two classes, ``squared`` for
+        regression.
+    passes : int or "auto", default="auto"
+        Passes of ``fit`` over the data, each in a fresh random order; ``"auto"``: ``ceil(2 d / n)``
+        (the ECML'18 protocol).
+    scale : {"maxabs", None}, default="maxabs"
+        ``"maxabs"``: each feature divided by its largest absolute value seen so far
+        (``asyos.learners.stream.sample_stream``); ``None``: the data as given.
+    random_state : int or None, default=0
+        Seed of the pass orders.
+    n_features : int or None, default=None
+        The number of features of dict rows (``learn_one``); ``None``: grows with the names met.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features_in_,)
+        The weights, in the data's units (the learned weights divided by ``scale_``).
+    raw_coef_ : ndarray of shape (n_features_in_,)
+        The same as ``coef_`` (no refit).
+    support_ : ndarray of int
+        Indices of the non-zero weights, sorted.
+    lam_ : float
+        The l1 weight used (with ``lam="auto"``: the one the search found).
+    lam_path_ : list of (float, int or None)
+        ``lam="auto"``: every ``(lam, non-zeros)`` tried (``None``: that fit diverged).
+    eta_ : float
+        The step size used.
+    scale_ : ndarray of shape (n_features_in_,)
+        Each feature's scale (1 where no value was seen, and everywhere with ``scale=None``).
+    n_samples_seen_ : int
+        Samples learned from (every pass counted).
+    n_updates_ : int
+        Steps that changed the model (non-zero loss gradient).
+    online_accuracy_ : float
+        Classification: the fraction of samples predicted right before being learned from.
+    classes_ : ndarray of shape (2,)
+        Classification: the two labels (the second one is +1 inside).
+    n_features_in_ : int
+        Number of features seen by ``fit``.
+    feature_names_ : list or None
+        Dict rows: the feature names in column order; ``None`` for array rows.
+
+    Notes
+    -----
+    The model is the last iterate, whose non-zeros include what the last steps' gradients moved. On
+    dense data (``make_classification(n_features=50, n_informative=5, n_samples=500)``) the
+    ``lam="auto"`` search reaches 5 non-zeros only at l1 weights that have shrunk the learned weights
+    away: it keeps 1 of the 5 informative features, the same 5 features for every ``eta`` from 1e-3
+    to 1. A numeric ``lam``, as below, or a budgeted learner (``BudgetedARDA``) suits such data.
+
+    Examples
+    --------
+    >>> from asyos import AdaFOBOS, make_classification
+    >>> data = make_classification(n_features=50, n_informative=5, n_samples=500, seed=0)
+    >>> model = AdaFOBOS(budget=None, lam=0.03, passes=5).fit(data.X, data.y)
+    >>> bool(set(data.true_support) <= set(model.support_))
+    True
+    >>> bool(model.score(data.X_test, data.y_test) > 0.9)
+    True
+    """
 
     algorithm_name = "ada-fobos"
     adaptive = True
@@ -234,10 +383,86 @@ class AdaFOBOS(_Proximal):
 
 
 class OPG(_Proximal):
-    """OPG / FOBOS: ``w <- soft(w - eta g, eta lam) / (1 + eta lam2)`` (l1, plus l2 with ``lam2 > 0``,
-    the thesis' choice for classification). Parameters: ``budget``, ``lam``, ``lam2``, ``eta``
-    (``"auto"``: 0.01, reduced on divergence, ``auto_step``), ``loss``, ``passes``, ``scale``,
-    ``random_state``, ``n_features``."""
+    """OPG / FOBOS (Duchi and Singer 2009; thesis Ch. 4): ``w <- soft(w - eta g, eta lam) / (1 + eta lam2)``
+    (l1, plus l2 with ``lam2 > 0``, the thesis' choice for classification).
+
+    Parameters
+    ----------
+    budget : int or None, default=10
+        The most non-zeros the ``lam="auto"`` search may leave. With a numeric ``lam`` the l1 weight
+        alone decides how many features survive (``fit`` warns when fewer than ``budget`` do);
+        ``None`` needs a numeric ``lam``.
+    lam : float or "auto", default="auto"
+        The l1 weight (>= 0). ``"auto"``: ``fit`` (and the first ``partial_fit``) searches it for the
+        model with the most non-zeros not above ``budget`` (module docstring, "Meeting a budget").
+    lam2 : float, default=0.0
+        The l2 weight (>= 0).
+    eta : float or "auto", default="auto"
+        Step size (> 0). ``"auto"``: 0.01, reduced tenfold and the fit redone on divergence
+        (``asyos.learners.stream.auto_step``).
+    loss : {"squared", "squared_hinge", "hinge", "logistic"}, default="squared"
+        The per-sample loss (``asyos.losses``): ``squared`` for regression, the others for two
+        classes.
+    passes : int or "auto", default="auto"
+        Passes of ``fit`` over the data, each in a fresh random order; ``"auto"``: ``ceil(2 d / n)``
+        (the ECML'18 protocol).
+    scale : {"maxabs", None}, default="maxabs"
+        ``"maxabs"``: each feature divided by its largest absolute value seen so far
+        (``asyos.learners.stream.sample_stream``); ``None``: the data as given.
+    random_state : int or None, default=0
+        Seed of the pass orders.
+    n_features : int or None, default=None
+        The number of features of dict rows (``learn_one``); ``None``: grows with the names met.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features_in_,)
+        The weights, in the data's units (the learned weights divided by ``scale_``).
+    raw_coef_ : ndarray of shape (n_features_in_,)
+        The same as ``coef_`` (no refit).
+    support_ : ndarray of int
+        Indices of the non-zero weights, sorted.
+    lam_ : float
+        The l1 weight used (with ``lam="auto"``: the one the search found).
+    lam_path_ : list of (float, int or None)
+        ``lam="auto"``: every ``(lam, non-zeros)`` tried (``None``: that fit diverged).
+    eta_ : float
+        The step size used (with ``eta="auto"``: after any reduction).
+    scale_ : ndarray of shape (n_features_in_,)
+        Each feature's scale (1 where no value was seen, and everywhere with ``scale=None``).
+    n_samples_seen_ : int
+        Samples learned from (every pass counted).
+    n_updates_ : int
+        Steps that changed the model (non-zero loss gradient).
+    online_accuracy_ : float
+        Classification: the fraction of samples predicted right before being learned from.
+    classes_ : ndarray of shape (2,)
+        Classification: the two labels (the second one is +1 inside).
+    n_features_in_ : int
+        Number of features seen by ``fit``.
+    feature_names_ : list or None
+        Dict rows: the feature names in column order; ``None`` for array rows.
+
+    Notes
+    -----
+    The model is the last iterate, whose non-zeros include what the last steps' gradients moved. On
+    dense data (``make_regression(n_features=50, n_informative=5, n_samples=500)``) the
+    ``lam="auto"`` search reaches 5 non-zeros only at l1 weights that have shrunk the learned weights
+    away: it keeps 1 of the 5 informative features, the same 5 features for every ``eta`` from 1e-3
+    to 1. A numeric ``lam``, as below, or a budgeted learner (``BudgetedARDA``) suits such data.
+
+    Examples
+    --------
+    >>> from asyos import OPG, make_regression
+    >>> data = make_regression(n_features=50, n_informative=5, n_samples=500, seed=0)
+    >>> model = OPG(budget=None, lam=0.01, passes=10).fit(data.X, data.y)
+    >>> bool(set(data.true_support) <= set(model.support_))
+    True
+    >>> bool(model.score(data.X_test, data.y_test) > 0.9)
+    True
+    >>> model.eta_
+    0.01
+    """
 
     algorithm_name = "opg"
     auto_start = 0.01
@@ -256,9 +481,78 @@ class OPG(_Proximal):
 
 
 class RDA(L1Learner):
-    """l1-RDA (Xiao 2010): ``w_i = -soft(G_i / t, lam) / (lam2 + gamma / sqrt(t))``.
-    Parameters: ``budget``, ``lam``, ``lam2``, ``gamma`` (``"auto"``: 10, raised on divergence,
-    ``auto_step``), ``loss``, ``passes``, ``scale``, ``random_state``, ``n_features``."""
+    """l1-RDA (Xiao 2010; thesis Ch. 4): ``w_i = -soft(G_i / t, lam) / (lam2 + gamma / sqrt(t))`` with
+    ``G = sum g`` over the ``t`` samples seen.
+
+    Parameters
+    ----------
+    budget : int or None, default=10
+        The most non-zeros the ``lam="auto"`` search may leave. With a numeric ``lam`` the l1 weight
+        alone decides how many features survive (``fit`` warns when fewer than ``budget`` do);
+        ``None`` needs a numeric ``lam``.
+    lam : float or "auto", default="auto"
+        The l1 weight (>= 0). ``"auto"``: ``fit`` (and the first ``partial_fit``) searches it for the
+        model with the most non-zeros not above ``budget`` (module docstring, "Meeting a budget").
+    lam2 : float, default=0.0
+        The l2 weight (>= 0).
+    gamma : float or "auto", default="auto"
+        The step's ``gamma`` (> 0; the step is ``1 / gamma``). ``"auto"``: 10, multiplied by 10 and the
+        fit redone on divergence (``asyos.learners.stream.auto_step``).
+    loss : {"squared", "squared_hinge", "hinge", "logistic"}, default="squared"
+        The per-sample loss (``asyos.losses``): ``squared`` for regression, the others for two
+        classes.
+    passes : int or "auto", default="auto"
+        Passes of ``fit`` over the data, each in a fresh random order; ``"auto"``: ``ceil(2 d / n)``
+        (the ECML'18 protocol).
+    scale : {"maxabs", None}, default="maxabs"
+        ``"maxabs"``: each feature divided by its largest absolute value seen so far
+        (``asyos.learners.stream.sample_stream``); ``None``: the data as given.
+    random_state : int or None, default=0
+        Seed of the pass orders.
+    n_features : int or None, default=None
+        The number of features of dict rows (``learn_one``); ``None``: grows with the names met.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features_in_,)
+        The weights, in the data's units (the learned weights divided by ``scale_``).
+    raw_coef_ : ndarray of shape (n_features_in_,)
+        The same as ``coef_`` (no refit).
+    support_ : ndarray of int
+        Indices of the non-zero weights, sorted.
+    lam_ : float
+        The l1 weight used (with ``lam="auto"``: the one the search found).
+    lam_path_ : list of (float, int or None)
+        ``lam="auto"``: every ``(lam, non-zeros)`` tried (``None``: that fit diverged).
+    gamma_ : float
+        The ``gamma`` used (with ``gamma="auto"``: after any increase).
+    scale_ : ndarray of shape (n_features_in_,)
+        Each feature's scale (1 where no value was seen, and everywhere with ``scale=None``).
+    n_samples_seen_ : int
+        Samples learned from (every pass counted).
+    n_updates_ : int
+        Steps that changed the model (non-zero loss gradient).
+    online_accuracy_ : float
+        Classification: the fraction of samples predicted right before being learned from.
+    classes_ : ndarray of shape (2,)
+        Classification: the two labels (the second one is +1 inside).
+    n_features_in_ : int
+        Number of features seen by ``fit``.
+    feature_names_ : list or None
+        Dict rows: the feature names in column order; ``None`` for array rows.
+
+    Examples
+    --------
+    >>> from asyos import RDA, make_classification
+    >>> data = make_classification(n_features=50, n_informative=5, n_samples=500, seed=0)
+    >>> model = RDA(budget=5, loss="squared_hinge").fit(data.X, data.y)
+    >>> model.support_.tolist()
+    [7, 13, 24, 27, 49]
+    >>> bool(model.score(data.X_test, data.y_test) > 0.85)
+    True
+    >>> model.gamma_
+    10.0
+    """
 
     algorithm_name = "rda"
     tuned_parameters = {"gamma": "inverse"}

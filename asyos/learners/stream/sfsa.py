@@ -133,11 +133,82 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
 class SFSA(_MiniBatchThresholding):
     """Stochastic feature selection with annealing (thesis Alg. 1).
 
-    Parameters: ``budget`` (``k``); ``eta``; ``lam`` (the l2 weight of ``f``); ``mu`` (annealing,
-    default 10 as in the thesis' OFSA); ``horizon`` (``T``, in mini-batches; ``"auto"``: the
-    mini-batches of one pass over the data of the first ``fit``/``partial_fit``); ``batch_size``
-    (default 25, the thesis'); ``method`` (``sgd``, ``nesterov`` = SFSA-AG, ``adam``); ``loss``,
-    ``passes``, ``scale``, ``random_state``, ``n_features``.
+    Per mini-batch ``beta <- beta - eta (grad of the mini-batch's mean loss + lam beta)``, then only the
+    ``M_t`` coordinates of largest ``sd_j |beta_j|`` stay in the model (Remark 1), with
+    ``M_t = k + (p - k) max(0, (T - t)/(t mu + T))``; removed features never return (module docstring).
+
+    Parameters
+    ----------
+    budget : int, default=10
+        ``k``: the features left once the schedule reaches it; the model shown (``coef_``) never has
+        more.
+    eta : float or "auto", default=0.1
+        Step size (> 0). ``"auto"``: 0.1, reduced tenfold and the fit redone on divergence
+        (``asyos.learners.stream.auto_step``).
+    lam : float, default=1e-4
+        The l2 weight (>= 0) of ``f``.
+    mu : float, default=10.0
+        The annealing parameter (>= 0; 10 as in the thesis' OFSA).
+    horizon : int or "auto", default="auto"
+        ``T``, in mini-batches; ``"auto"``: the mini-batches of one pass over the data of the first
+        ``fit``/``partial_fit``.
+    batch_size : int, default=25
+        Samples per mini-batch (the thesis').
+    method : {"sgd", "nesterov", "adam"}, default="sgd"
+        The plain step, Nesterov's momentum (0.9; the thesis' SFSA-AG) or Adam.
+    loss : {"squared", "squared_hinge", "hinge", "logistic"}, default="squared"
+        The per-sample loss (``asyos.losses``): ``squared`` for regression, the others for two
+        classes.
+    passes : int or "auto", default="auto"
+        Passes of ``fit`` over the data, each in a fresh random order; ``"auto"``: ``ceil(2 d / n)``
+        (the ECML'18 protocol).
+    scale : {"maxabs", None}, default="maxabs"
+        ``"maxabs"``: each feature divided by its largest absolute value seen so far
+        (``asyos.learners.stream.sample_stream``); ``None``: the data as given.
+    random_state : int or None, default=0
+        Seed of the pass orders.
+    n_features : int or None, default=None
+        The number of features of dict rows (``learn_one``); required for dict rows, since the
+        schedule runs over all ``p`` features.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features_in_,)
+        The weights, in the data's units (divided by ``scale_``): the iterate cut to its ``budget``
+        largest scores ``sd_j |beta_j|`` (while ``M_t > k`` the iterate holds more).
+    raw_coef_ : ndarray of shape (n_features_in_,)
+        The same as ``coef_`` (no refit).
+    support_ : ndarray of int
+        Indices of the non-zero weights, sorted.
+    eta_ : float
+        The step size used (with ``eta="auto"``: after any reduction).
+    scale_ : ndarray of shape (n_features_in_,)
+        Each feature's scale (1 where no value was seen, and everywhere with ``scale=None``).
+    n_samples_seen_ : int
+        Samples learned from (every pass counted).
+    n_updates_ : int
+        Mini-batches with a non-zero loss gradient.
+    online_accuracy_ : float
+        Classification: the fraction of samples predicted right before being learned from (by the
+        iterate).
+    classes_ : ndarray of shape (2,)
+        Classification: the two labels (the second one is +1 inside).
+    n_features_in_ : int
+        Number of features seen by ``fit``.
+    feature_names_ : list or None
+        Dict rows: the feature names in column order; ``None`` for array rows.
+
+    Examples
+    --------
+    >>> from asyos import SFSA, make_regression
+    >>> data = make_regression(n_features=50, n_informative=5, n_samples=500, seed=0)
+    >>> model = SFSA(budget=5, method="nesterov", passes=5).fit(data.X, data.y)
+    >>> model.support_.size
+    5
+    >>> bool(model.score(data.X_test, data.y_test) > 0.9)
+    True
+    >>> model.n_samples_seen_
+    2500
     """
 
     algorithm_name = "sfsa"
@@ -175,9 +246,76 @@ class SFSA(_MiniBatchThresholding):
 class TSGD(_MiniBatchThresholding):
     """Truncated stochastic gradient descent (thesis Alg. 2).
 
-    Parameters: ``budget`` (``k``); ``eta`` (``"auto"``: 0.03, reduced on divergence); ``lam``; ``truncate``
-    (``"end"`` or ``"every"`` mini-batch); ``batch_size``; ``loss``, ``passes``, ``scale``, ``random_state``,
-    ``n_features``.
+    SFSA's mini-batch step without annealing: ``truncate="end"`` keeps every feature in the iterate and
+    selects the ``k`` largest scores ``sd_j |beta_j|`` at the end; ``"every"`` hard-thresholds to ``k``
+    after every mini-batch (features may return), as the thesis' classification experiments do.
+
+    Parameters
+    ----------
+    budget : int, default=10
+        ``k``: the features of the model shown (``coef_``).
+    eta : float or "auto", default="auto"
+        Step size (> 0). ``"auto"``: 0.03, reduced tenfold and the fit redone on divergence
+        (``asyos.learners.stream.auto_step``).
+    lam : float, default=1e-4
+        The l2 weight (>= 0) of ``f``.
+    truncate : {"end", "every"}, default="end"
+        Select the ``k`` features at the end, or after every mini-batch.
+    batch_size : int, default=25
+        Samples per mini-batch.
+    loss : {"squared", "squared_hinge", "hinge", "logistic"}, default="squared"
+        The per-sample loss (``asyos.losses``): ``squared`` for regression, the others for two
+        classes.
+    passes : int or "auto", default="auto"
+        Passes of ``fit`` over the data, each in a fresh random order; ``"auto"``: ``ceil(2 d / n)``
+        (the ECML'18 protocol).
+    scale : {"maxabs", None}, default="maxabs"
+        ``"maxabs"``: each feature divided by its largest absolute value seen so far
+        (``asyos.learners.stream.sample_stream``); ``None``: the data as given.
+    random_state : int or None, default=0
+        Seed of the pass orders.
+    n_features : int or None, default=None
+        The number of features of dict rows (``learn_one``); required for dict rows, since the
+        truncation runs over all ``p`` features.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features_in_,)
+        The weights, in the data's units (divided by ``scale_``): the iterate cut to its ``budget``
+        largest scores (with ``truncate="end"`` the iterate holds every feature).
+    raw_coef_ : ndarray of shape (n_features_in_,)
+        The same as ``coef_`` (no refit).
+    support_ : ndarray of int
+        Indices of the non-zero weights, sorted.
+    eta_ : float
+        The step size used (with ``eta="auto"``: after any reduction).
+    scale_ : ndarray of shape (n_features_in_,)
+        Each feature's scale (1 where no value was seen, and everywhere with ``scale=None``).
+    n_samples_seen_ : int
+        Samples learned from (every pass counted).
+    n_updates_ : int
+        Mini-batches with a non-zero loss gradient.
+    online_accuracy_ : float
+        Classification: the fraction of samples predicted right before being learned from (by the
+        iterate).
+    classes_ : ndarray of shape (2,)
+        Classification: the two labels (the second one is +1 inside).
+    n_features_in_ : int
+        Number of features seen by ``fit``.
+    feature_names_ : list or None
+        Dict rows: the feature names in column order; ``None`` for array rows.
+
+    Examples
+    --------
+    >>> from asyos import TSGD, make_regression
+    >>> data = make_regression(n_features=50, n_informative=5, n_samples=500, seed=0)
+    >>> model = TSGD(budget=5, passes=10).fit(data.X, data.y)
+    >>> model.support_.tolist()
+    [7, 13, 24, 27, 49]
+    >>> data.true_support.tolist()
+    [7, 13, 24, 27, 49]
+    >>> model.eta_
+    0.03
     """
 
     algorithm_name = "tsgd"

@@ -42,10 +42,51 @@ def worker_streams(n_samples, n_passes, n_workers, rng):
 class AsyncSampleStream(BudgetedSelector):
     """Run ``learner`` (a sample-stream learner, not fitted) as ``n_workers`` asynchronous workers.
 
-    Parameters: ``n_workers``; ``max_staleness`` (``tau``; ``None`` = ``n_workers``); ``policy`` in
-    ``max|uniform|fresh``; ``schedule`` in ``round-robin|random``; ``random_state``.
-    Attributes after ``fit``: ``learner_`` (the central model: ``coef_``, ``predict`` ... are
-    forwarded to it), ``staleness_`` (mean, p95, max, histogram), ``n_events_``.
+    Each pass draws a permutation of the samples and splits it into ``n_workers`` parts; at each event
+    the worker the schedule picks takes its next sample (its next mini-batch for SFSA/TSGD), computes
+    its prediction at a model up to ``max_staleness`` updates old, and the central model applies the
+    update at once (module docstring). With one worker and ``max_staleness=0`` this is ``learner.fit``.
+
+    Parameters
+    ----------
+    learner : SampleStreamLearner
+        The learner to run (``BudgetedARDA``, ``OFS``, ``SFSA`` ...); cloned by ``fit``. With
+        ``lam="auto"`` (the l1 learners) the l1 weight is first searched by a sequential ``fit``.
+    n_workers : int, default=4
+        Simulated workers ``q``.
+    max_staleness : int or None, default=None
+        The bound ``tau`` on how many updates old a worker's model may be; ``None``: ``n_workers``.
+    policy : {"max", "uniform", "fresh"}, default="max"
+        The version a worker reads within the bound: the oldest allowed, one drawn uniformly, or the
+        current one (``asyos.learners.protocol.simulator.choose_version``). A worker always sees its own
+        previous update.
+    schedule : {"round-robin", "random"}, default="round-robin"
+        Which worker takes the next event.
+    random_state : int or None, default=0
+        Seeds the schedule and the policy; the pass orders come from ``learner.random_state``.
+
+    Attributes
+    ----------
+    learner_ : SampleStreamLearner
+        The central model. Its fitted attributes (``coef_``, ``support_``, ``n_samples_seen_``,
+        ``classes_`` ...) are read through this estimator too, and ``predict`` uses it.
+    staleness_ : dict
+        ``mean``, ``median``, ``p95``, ``p99`` and ``max`` of the staleness of the updates (version at
+        apply minus version read), and ``histogram`` ``{staleness: count}``.
+    n_events_ : int
+        Updates applied (one per sample, or per mini-batch).
+
+    Examples
+    --------
+    >>> from asyos import AsyncSampleStream, BudgetedARDA, make_classification
+    >>> data = make_classification(n_features=50, n_informative=5, n_samples=500, seed=0)
+    >>> model = AsyncSampleStream(BudgetedARDA(budget=5), n_workers=4).fit(data.X, data.y)
+    >>> model.support_.tolist()
+    [7, 13, 24, 27, 49]
+    >>> model.n_events_
+    500
+    >>> model.staleness_["max"]
+    3
     """
 
     _reported = ("n_steps_", "n_samples_seen_", "n_updates_", "lam_", "online_accuracy_", "raw_intercept_")

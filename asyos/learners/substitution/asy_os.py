@@ -74,17 +74,24 @@ def gather_selection(workers, budget=None):
 class AsyncOnlineSubstitution(OnlineSubstitution):
     """Asy-OS (KDD'16 Alg. 2-3) simulated with ``n_workers`` workers and bounded staleness.
 
-    Extra parameters (see ``OnlineSubstitution`` for the others)
-    ----------------------------------------------------------------
-    n_workers : int
-    max_staleness : int or None
+    Parameters
+    ----------
+    budget, loss, passes, variant, fit_intercept, scale, step_size, step_divisor
+        As in :class:`OnlineSubstitution`, with the same defaults.
+    decrease_constant, refit, ridge, random_state, trace_every
+        As in :class:`OnlineSubstitution`, with the same defaults.
+    n_workers : int, default=4
+        Simulated workers ``q``, each owning a shard of the features.
+    max_staleness : int or None, default=None
         Bound ``tau``; ``None`` means ``n_workers`` (the paper's simulation).
-    policy : {"max", "uniform", "fresh"}
-        Which snapshot a worker reads within the bound (see ``asyos.learners.protocol.simulator``).
-    schedule : {"round-robin", "random"}
-    sharding : {"contiguous", "strided", "blocked", "hashed"} or None
+    policy : {"max", "uniform", "fresh"}, default="max"
+        Which snapshot a worker reads within the bound: the oldest allowed, one drawn uniformly, or
+        the current one (``asyos.learners.protocol.simulator.choose_version``).
+    schedule : {"round-robin", "random"}, default="round-robin"
+        Which worker takes the next step.
+    sharding : {"contiguous", "strided", "blocked", "hashed"} or None, default=None
         ``None``: strided for exchange, contiguous for kdd16 (``data.sharding.default_sharding``).
-    budget_mode : {"global", "split"}
+    budget_mode : {"global", "split"}, default="global"
         ``split``: each worker keeps ``s/q`` features (KDD'16). ``global`` (default; the recall of
         ``split`` falls as ``q`` grows, see ``benchmarks/bench_global_budget*.py``): each worker may keep up
         to ``cap`` (default ``plan.default_cap``: ``min(s, ceil(3 s/q), ceil(s/q + 5 sd))``); the central
@@ -93,40 +100,84 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         largest ``|w|`` over those and its own current weights (``r = threshold_rank``: ``s`` for
         kdd16, ``2 s`` for exchange); at the end the union is finished to ``s`` (``finish``: an
         exchange run over it, or for kdd16 the cut to the top ``s``), then refit.
-    cap : int or None
-    slack : float in (0, 1] or None
+    cap : int or None, default=None
+        Global budget: the most features one worker keeps (``None``: ``plan.default_cap`` above).
+    slack : float in (0, 1] or None, default=None
         Global budget: the hysteresis that keeps the workers' delayed drops from oscillating
-        (default 0.5; see ``asyos.learners.protocol.threshold.GlobalThreshold``).
-    decrease_check : bool
+        (``None``: 0.5; see ``asyos.learners.protocol.threshold.GlobalThreshold``).
+    decrease_check : bool, default=True
         Alg. 3 omits it; on by default (as in OS), evaluated at the worker's snapshot.
-    transport : {None, "shared-memory", "messages", "node-aggregated"}
+    transport : {None, "shared-memory", "messages", "node-aggregated"}, default=None
         ``None`` (default): the bounded-staleness simulation above (KDD'16 Sec. 5.3). A transport:
         a discrete-event simulation of what ``mpiexec`` runs with it (``asyos.learners.protocol.replay``),
         the same worker and central objects moved in simulated time; ``max_staleness`` is then
         the engine's bound (``None``: unbounded, measured only), and ``policy`` and ``schedule``
         do not apply.
-    push_mode : {"pipelined", "each-step"}, max_batch : int
-        ``transport="messages"``: as ``--push-mode`` and ``--max-batch`` under MPI.
-    nodes : int
+    push_mode : {"pipelined", "each-step"}, default="pipelined"
+        ``transport="messages"``: as ``--push-mode`` under MPI.
+    max_batch : int, default=16
+        ``transport="messages"``: as ``--max-batch`` under MPI.
+    nodes : int, default=1
         ``transport="node-aggregated"``: how many nodes the workers are spread over (round-robin,
         as MPICH's virtual nodes).
-    costs : Costs, dict, JSON file name or None
+    costs : Costs, dict, JSON file name or None, default=None
         The simulated costs (step, messages, central service; ``asyos.learners.protocol.replay.Costs``);
         ``None``: ``DEFAULT_COSTS``, measured on the development machine.
-    cores : int or None
+    cores : int or None, default=None
         The cores the simulated ranks share (``None``: one each).
 
-    Extra attributes: ``staleness_`` (mean, max, p95, histogram), ``push_staleness_`` (node-aggregated:
-    the central node's, per node push), ``n_pushes_``, ``simulated_time_``
-    and ``central_utilization_`` (with a transport), ``finish_`` (how the
-    selection was reached from the workers' candidates: ``exchange``, ``cut`` or ``union``, see
-    ``finish``); global budget:
-    ``threshold_`` (the final ``theta`` over all reported weights), ``slack_``, ``n_dropped_``
-    (features dropped below ``slack * theta``), ``threshold_age_`` (how many versions old the other
-    workers' weights were when each worker reported), ``n_candidates_`` (every worker's features at
-    the end, before the finish), ``objective_candidates_`` (the loss at the final ``u_C``, every
-    worker's features; ``objective_selection_`` is the loss of the finished selection before the
-    refit).
+    Attributes
+    ----------
+    coef_, intercept_, raw_coef_, raw_intercept_, support_, loss_, ridge_, ridge_scores_
+        As in :class:`OnlineSubstitution`.
+    step_size_, lipschitz_, fit_time_, trace_
+        As in :class:`OnlineSubstitution` (``lipschitz_``: the largest of the shards' estimates).
+    selection_log_ : list of dict
+        Every worker's entries and exits.
+    n_steps_ : int
+        Worker steps the central node applied.
+    n_passes_ : int
+        The most passes any worker made.
+    n_pushes_ : int
+        Pushes the central node accepted.
+    refused_ : int
+        Pushes refused as too stale (counted, not applied).
+    staleness_ : dict
+        ``mean``, ``median``, ``p95``, ``p99``, ``max`` and ``histogram`` of the steps' staleness.
+    push_staleness_ : dict or None
+        Node-aggregated: the central node's, per node push.
+    simulated_time_, central_utilization_ : float
+        With a transport: the simulated duration (seconds) and the central node's busy share.
+    finish_ : str
+        How the selection was reached from the workers' candidates: ``exchange``, ``cut`` or
+        ``union`` (``asyos.learners.substitution.asy_finish``).
+    threshold_ : float or None
+        Global budget: the final ``theta`` over all reported weights.
+    slack_ : float or None
+        Global budget: the slack the workers dropped with.
+    n_dropped_ : int
+        Features dropped below ``slack * theta``.
+    threshold_age_ : dict or None
+        Global budget: ``mean`` and ``max`` of how many versions old the other workers' weights were
+        when each worker reported.
+    n_candidates_ : int
+        Every worker's features at the end, before the finish.
+    objective_candidates_ : float
+        The loss at the final ``u_C``, every worker's features.
+    objective_selection_ : float
+        The loss of the finished selection before the refit.
+
+    Examples
+    --------
+    >>> from asyos import AsyncOnlineSubstitution, make_regression
+    >>> data = make_regression(n_features=50, n_informative=5, n_samples=200, seed=0)
+    >>> model = AsyncOnlineSubstitution(budget=5, n_workers=2).fit(data.X, data.y)
+    >>> model.support_.tolist()
+    [7, 13, 24, 27, 49]
+    >>> bool(model.score(data.X_test, data.y_test) > 0.95)
+    True
+    >>> model.staleness_["max"]
+    1
     """
 
     _parameter_constraints = {

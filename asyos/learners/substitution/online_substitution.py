@@ -85,9 +85,8 @@ class OnlineSubstitution(BudgetedSelector):
     random_state : int
         Seeds the blocks sampled to estimate ``L_F``.
     trace_every : int
-        When > 0, record the training objective and error every ``trace_every`` steps in ``trace_``
-        (``asyos.learners.trace``); ``"auto"``: rows by wall time, at a negligible cost (``asyos.learners.trace``); 0 records
-        nothing.
+        When > 0, record the training objective and error every ``trace_every`` steps in ``trace_``;
+        ``"auto"``: rows by wall time, at a negligible cost (``asyos.learners.trace``); 0 records nothing.
 
     Attributes
     ----------
@@ -101,6 +100,20 @@ class OnlineSubstitution(BudgetedSelector):
     ridge_ : float                  the ``alpha`` selected and refit under (``ridge="auto"``: the chosen one)
     ridge_scores_ : dict or None    ``ridge="auto"`` when it chose: each alpha's mean held-out loss
     step_size_, lipschitz_, n_steps_, n_passes_, fit_time_
+
+    Examples
+    --------
+    >>> from asyos import OnlineSubstitution, make_regression
+    >>> data = make_regression(n_features=50, n_informative=5, n_samples=200, seed=0)
+    >>> model = OnlineSubstitution(budget=5).fit(data.X, data.y)
+    >>> model.support_.tolist()
+    [7, 13, 24, 27, 49]
+    >>> data.true_support.tolist()
+    [7, 13, 24, 27, 49]
+    >>> bool(model.score(data.X_test, data.y_test) > 0.95)
+    True
+    >>> model.transform(data.X_test).shape
+    (200, 5)
     """
 
     # fitted figures of a run's record; the asynchronous ones (threshold_ ...) are AsyncOnlineSubstitution's
