@@ -1,6 +1,7 @@
 """Model files (``--save-model FILE``, ``asyos.records.model_file``) and ``predict`` (``asyos.cli.predict``): a model
 kept by every kind of run predicts held-back data exactly as the fitted estimator does."""
 import csv
+import hashlib
 import json
 import os
 import subprocess
@@ -75,7 +76,7 @@ def test_a_saved_model_predicts_the_held_back_split_as_its_estimator(split, tmp_
     predicted, decision = read_predictions(tmp_path / "p" / "predictions.csv")
 
     X, y = split[name]
-    saved = load_model(str(model))
+    saved = load_model(str(model), trust_estimator=True)
     assert saved.selected.tolist() == record["selected"] and saved.n_features == X.shape[1]
     assert saved.settings["algorithm"] == algorithm and saved.data == str(root / f"{name}_train.{suffix}")
     estimator = saved.estimator
@@ -116,7 +117,7 @@ def test_a_fresh_process_loads_the_model_and_predicts(split, tmp_path):
     model = tmp_path / "m.model"
     assert cli("--data", root / "diabetes_train.npz", "--budget", 3, "--save-model", model, "-q") == 0
     script = ("import sys, numpy as np\nfrom asyos.records.model_file import load_model\n"
-              "m = load_model(sys.argv[1]); X = np.load(sys.argv[2])['X']\n"
+              "m = load_model(sys.argv[1], trust_estimator=True); X = np.load(sys.argv[2])['X']\n"
               "np.save(sys.argv[3], np.c_[m.predict(X), m.estimator.predict(X)])\n")
     env = dict(os.environ, PYTHONPATH=REPO)
     out = tmp_path / "p.npy"
@@ -124,7 +125,7 @@ def test_a_fresh_process_loads_the_model_and_predicts(split, tmp_path):
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     both = np.load(out)
-    saved = load_model(str(model))
+    saved = load_model(str(model), trust_estimator=True)
     X = split["diabetes"][0]
     np.testing.assert_allclose(both[:, 0], X[:, saved.selected] @ saved.coef + saved.intercept, rtol=1e-12)
     np.testing.assert_allclose(both[:, 1], both[:, 0], rtol=0, atol=1e-12)
@@ -147,7 +148,7 @@ def test_a_narrower_libsvm_file_is_padded_with_zero_columns(split, tmp_path):
     root = split["root"]
     model = tmp_path / "m.model"
     assert cli("--data", root / "cancer_train.svm", "--budget", 5, "--save-model", model, "-q") == 0
-    saved = load_model(str(model))
+    saved = load_model(str(model), trust_estimator=True)
     X, y = split["cancer"]
     width = int(saved.selected.max())                   # drops the last selected column and those after it
     dump_svmlight_file(X[:, :width], y, str(tmp_path / "narrow.svm"), zero_based=False)
@@ -174,6 +175,16 @@ def saved(split, tmp_path_factory):
     newer = raw.replace(version.format(FORMAT_VERSION).encode(), version.format(FORMAT_VERSION + 1).encode())
     (tmp / "newer.model").write_bytes(newer)
     (tmp / "header.model").write_bytes(MAGIC + b"{not json\n" + raw[header_end:])
+    (tmp / "version0.model").write_bytes(raw.replace(version.format(FORMAT_VERSION).encode(),
+                                                     version.format(0).encode()))
+    header = json.loads(raw[len(MAGIC):header_end])
+    (tmp / "wider.model").write_bytes(MAGIC + json.dumps({**header, "n_features": 31}).encode() + b"\n"
+                                      + raw[header_end:])
+    body = json.loads(raw[header_end:header_end + header["model_bytes"]])
+    altered = json.dumps({**body, "selected": [0, 1, 99]}).encode()
+    (tmp / "altered.model").write_bytes(MAGIC + json.dumps({**header, "model_bytes": len(altered), "model_sha256":
+                                                            hashlib.sha256(altered).hexdigest()}).encode() + b"\n"
+                                        + altered + raw[header_end + header["model_bytes"]:])
     X, y = split["cancer"]
     np.savez(tmp / "wide.npz", X=np.hstack([X, X[:, :2]]), y=y)
     np.savez(tmp / "narrow.npz", X=X[:, :-1], y=y)
@@ -189,6 +200,9 @@ BAD_PREDICT = [
     (("--model", "{bad}/flipped.model"), "does not match the checksum"),
     (("--model", "{bad}/newer.model"), f"has format version {FORMAT_VERSION + 1}"),
     (("--model", "{bad}/header.model"), "its header cannot be read"),
+    (("--model", "{bad}/version0.model"), "format version 0: no asyos writes it"),
+    (("--model", "{bad}/wider.model"), "n_features 30 where its header says 31"),
+    (("--model", "{bad}/altered.model"), "selected features that are not distinct columns of 0..29"),
     (("--model", "{bad}"), "is a directory"),
     (("--model", "{bad}/none.model"), "cannot read model file"),
     (("--data", "{bad}/wide.npz"), "has 32 feature columns; the model was fitted on 30"),
@@ -240,7 +254,7 @@ def test_a_dfls_model_takes_the_global_columns_its_estimator_takes_in_its_order(
     assert json.loads((tmp_path / "fit" / "results.json").read_text())["model"] == str(model)
     assert cli("predict", "--model", model, "--data", root / "diabetes_test.npz", "--output", tmp_path / "p") == 0
     predicted, decision = read_predictions(tmp_path / "p" / "predictions.csv")
-    saved = load_model(str(model))
+    saved = load_model(str(model), trust_estimator=True)
     X = split["diabetes"][0]
     assert saved.estimator_columns.tolist() == columns           # an added block comes last
     assert set(saved.selected.tolist()) <= set(columns)
@@ -248,3 +262,66 @@ def test_a_dfls_model_takes_the_global_columns_its_estimator_takes_in_its_order(
     np.testing.assert_array_equal(predicted, decision)
     scaling = saved.scaling
     np.testing.assert_allclose(scaling["raw_coef"] * scaling["scales"], saved.coef, rtol=1e-12)
+
+
+class _Hostile:
+    """Unpickling this runs ``open(marker, "w")``: what a hostile model file would do."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _with_estimator_section(raw, section):
+    """``raw`` (a model file) with its estimator section replaced by ``section``, the header's checksum kept
+    true: a file whose every check passes."""
+    header_end = raw.index(b"\n", len(MAGIC)) + 1
+    header = json.loads(raw[len(MAGIC):header_end])
+    body = raw[header_end:header_end + header["model_bytes"]]
+    header.update(estimator_bytes=len(section), estimator_sha256=hashlib.sha256(section).hexdigest())
+    return MAGIC + json.dumps(header).encode() + b"\n" + body + section
+
+
+def test_a_model_with_a_hostile_pickle_predicts_without_running_it(split, saved, tmp_path):
+    """``predict`` and ``load_model`` read the model's JSON only: a pickle in the file runs nowhere unless the
+    caller trusts the file."""
+    import pickle
+    marker = tmp_path / "ran"
+    hostile = _with_estimator_section((saved / "m.model").read_bytes(), pickle.dumps(_Hostile(str(marker))))
+    path = tmp_path / "hostile.model"
+    path.write_bytes(hostile)
+    assert main(["predict", "--model", str(path), "--data", str(split["root"] / "cancer_test.npz"), "-q",
+                 "--output", str(tmp_path / "out")]) == 0
+    model = load_model(str(path))
+    assert model.estimator is None and not marker.exists()
+    load_model(str(path), trust_estimator=True)                 # the caller's choice: now it runs
+    assert marker.exists()
+
+
+def test_a_pickled_version_1_file_is_refused_unless_trusted(saved, tmp_path, capsys):
+    import pickle
+    marker = tmp_path / "ran"
+    body = pickle.dumps(_Hostile(str(marker)))
+    header = {"format": "asyos-model", "format_version": 1, "asyos": "0.1.0", "algorithm": "os",
+              "task": "classification", "n_features": 30, "n_selected": 3, "body_bytes": len(body),
+              "body_sha256": hashlib.sha256(body).hexdigest()}
+    path = tmp_path / "v1.model"
+    path.write_bytes(MAGIC + json.dumps(header).encode() + b"\n" + body)
+    assert main(["predict", "--model", str(path), "--data", str(saved / "narrow.npz")]) == 2
+    assert "format version 1" in capsys.readouterr().err and not marker.exists()
+
+
+def test_the_model_section_reads_back_bit_for_bit(split, tmp_path):
+    from asyos.records.model_file import SavedModel, save_model
+    rng = np.random.default_rng(0)
+    model = SavedModel("os", "classification", "squared_hinge", 30, np.array([1, 4, 9]), rng.standard_normal(3),
+                       float(rng.standard_normal()), classes=[-1.0, 1.0],
+                       scaling={"kind": "maxabs", "offsets": np.zeros(3), "scales": np.array([np.inf, 0.5, 1e-300]),
+                                "raw_coef": rng.standard_normal(3)}, settings={"seed": 0})
+    save_model(str(tmp_path / "m.model"), model)
+    back = load_model(str(tmp_path / "m.model"))
+    assert np.array_equal(back.coef, model.coef) and back.intercept == model.intercept
+    assert back.selected.dtype == np.int64 and back.selected.tolist() == [1, 4, 9]
+    assert all(np.array_equal(back.scaling[k], model.scaling[k]) for k in ("offsets", "scales", "raw_coef"))

@@ -1,24 +1,29 @@
 """Model files: a fitted model kept by ``--save-model FILE`` and applied by ``predict --model FILE``.
 
-**A model file is a pickle: load only files you trust** (unpickling runs code the file names).
+``save_model(path, model)`` writes a ``SavedModel``; ``load_model(path)`` reads it back. **Reading a model
+runs no code of the file's**: what a prediction needs (the selected columns, coefficients, intercept,
+scaling, classes, settings) is JSON, checked field by field. The fitted scikit-learn estimator itself
+(``SavedModel.estimator``; ``None`` for Asy-OS under ``mpiexec``, whose model the central rank assembles
+from the workers' reports) is kept beside it, pickled: ``load_model(path, trust_estimator=True)``
+unpickles it for Python users who trust the file (unpickling runs the code a pickle names); ``predict``
+never does.
 
-``save_model(path, model)`` writes a ``SavedModel``; ``load_model(path)`` reads it back. Python users
-get the whole model (``SavedModel.predict`` / ``decision_function`` on arrays or sparse matrices with
-the training data's columns) and, when the fit ran in the process that wrote the file, the fitted
-scikit-learn estimator itself (``SavedModel.estimator``; ``None`` for Asy-OS under ``mpiexec``, whose
-model is assembled by the central rank from the workers' reports).
-
-File layout (``FORMAT_VERSION``):
+File layout (``FORMAT_VERSION`` 2):
 
 1. the line ``asyos-model`` (``MAGIC``);
 2. one line of JSON, the header: ``format``, ``format_version``, ``asyos`` (the writing version),
-   ``algorithm``, ``task``, ``n_features``, ``n_selected``, and the size and SHA-256 of the body;
-3. the body: the ``SavedModel``, pickled with cloudpickle.
+   ``algorithm``, ``task``, ``n_features``, ``n_selected``, and the size and SHA-256 of each section:
+   ``model_bytes``, ``model_sha256``, ``estimator_bytes`` (0: none), ``estimator_sha256``;
+3. the model: JSON (UTF-8), the ``SavedModel``'s fields but the estimator, arrays as lists (a float's
+   JSON text is its shortest exact decimal: it reads back bit for bit);
+4. the estimator, pickled with cloudpickle (absent when ``estimator_bytes`` is 0).
 
-The header is read and checked before anything is unpickled (as ``asyos.records.checkpoint`` does): a file
-that is not a model, a format version newer than this asyos reads, or a body whose size or checksum
-is not the header's (a truncated or damaged file) is refused with one line (``InputError``) instead
-of failing inside the unpickling. The file is written under a temporary name and renamed into place
+The header is read and checked before anything else: a file that is not a model, a format version this
+asyos does not read (version 1 files were a single pickle: only ``trust_estimator=True`` reads them), a
+section whose size or checksum is not the header's (a truncated or damaged file), or a model whose
+fields disagree with the header (algorithm, task, feature counts) or with each other (a column out of
+range, coefficients not one per selected column, a non-finite number) is refused with one line
+(``InputError``). The file is written under a temporary name and renamed into place
 (``asyos.records.results.atomic_file``): a killed run never leaves half a model.
 
 **Contents.** ``selected`` (global column indices, sorted), ``coef`` (their coefficients in the
@@ -51,7 +56,8 @@ from ..errors import InputError
 
 MAGIC = b"asyos-model\n"
 FORMAT = "asyos-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+PICKLED_VERSION = 1            # a single pickle: read only with trust_estimator=True
 HEADER_MAX_BYTES = 1 << 16      # a header line longer than this is not ours
 
 
@@ -114,21 +120,44 @@ def _columns(X, selected):
 
 
 # --------------------------------------------------------------------------------- the file
+ARRAYS = ("selected", "coef", "estimator_columns")          # JSON lists, numpy arrays in a SavedModel
+SCALING_ARRAYS = ("offsets", "scales", "raw_coef")
+
+
+def _model_json(model: SavedModel) -> bytes:
+    fields = {k: v for k, v in vars(model).items() if k != "estimator"}
+    for name in ARRAYS:
+        if fields[name] is not None:
+            fields[name] = np.asarray(fields[name]).tolist()
+    if fields["scaling"] is not None:
+        fields["scaling"] = {k: (np.asarray(v).tolist() if k in SCALING_ARRAYS else v)
+                             for k, v in fields["scaling"].items()}
+    from .results import to_jsonable
+    fields["settings"] = to_jsonable(fields["settings"])
+    fields["classes"] = None if fields["classes"] is None else [float(c) for c in fields["classes"]]
+    return json.dumps(fields, allow_nan=True).encode()     # NaN and Infinity kept as such (a scale may be)
+
+
 def save_model(path: str, model: SavedModel) -> None:
     """Write ``model`` to ``path`` atomically (module docstring)."""
-    import cloudpickle
     from .results import atomic_file, package_version
     model.asyos_version = package_version()
     model.created = time.time()
-    body = cloudpickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL)
+    body = _model_json(model)
+    estimator = b""
+    if model.estimator is not None:
+        import cloudpickle
+        estimator = cloudpickle.dumps(model.estimator, protocol=pickle.HIGHEST_PROTOCOL)
     header = {"format": FORMAT, "format_version": FORMAT_VERSION, "asyos": model.asyos_version,
               "algorithm": model.algorithm, "task": model.task, "n_features": int(model.n_features),
-              "n_selected": int(np.size(model.selected)), "body_bytes": len(body),
-              "body_sha256": hashlib.sha256(body).hexdigest()}
+              "n_selected": int(np.size(model.selected)), "model_bytes": len(body),
+              "model_sha256": hashlib.sha256(body).hexdigest(), "estimator_bytes": len(estimator),
+              "estimator_sha256": hashlib.sha256(estimator).hexdigest()}
     with atomic_file(path, "wb") as fh:
         fh.write(MAGIC)
         fh.write(json.dumps(header).encode() + b"\n")
         fh.write(body)
+        fh.write(estimator)
 
 
 def read_header(path: str, fh) -> dict:
@@ -141,36 +170,118 @@ def read_header(path: str, fh) -> dict:
     except ValueError:
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT or \
-            not isinstance(header.get("format_version"), int):
+            not isinstance(header.get("format_version"), int) or isinstance(header["format_version"], bool):
         raise InputError(f"model file {path} is damaged (its header cannot be read)")
-    if header["format_version"] > FORMAT_VERSION:
+    version = header["format_version"]
+    if version > FORMAT_VERSION:
         from .results import package_version
-        raise InputError(f"model file {path} has format version {header['format_version']} (written by asyos "
+        raise InputError(f"model file {path} has format version {version} (written by asyos "
                          f"{header.get('asyos')}); this asyos {package_version()} reads versions up to "
                          f"{FORMAT_VERSION}: upgrade asyos")
+    if version < PICKLED_VERSION:
+        raise InputError(f"model file {path} is damaged (format version {version}: no asyos writes it)")
     return header
 
 
-def load_model(path: str) -> SavedModel:
-    """The ``SavedModel`` in ``path``: header checked, then the body's size and checksum, then unpickled.
-    A model file is a pickle: load only trusted files."""
+def _section(path, data, header, name) -> bytes:
+    """``data``'s first ``header[name_bytes]`` bytes, their checksum checked."""
+    size = header.get(f"{name}_bytes")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0 or len(data) < size:
+        raise InputError(f"model file {path} is damaged: its {name} section is shorter than its header says "
+                         f"(a truncated file)")
+    part = data[:size]
+    if hashlib.sha256(part).hexdigest() != header.get(f"{name}_sha256"):
+        raise InputError(f"model file {path} is damaged: its {name} section does not match the checksum in "
+                         f"its header")
+    return part
+
+
+def load_model(path: str, trust_estimator: bool = False) -> SavedModel:
+    """The ``SavedModel`` in ``path``, read without running any code of the file's: header checked, then
+    each section's size and checksum, then the model's fields against the header and each other. With
+    ``trust_estimator=True`` the pickled estimator is unpickled too (and a version 1 file, a single
+    pickle, is read): only for files you trust."""
     try:
         with open(path, "rb") as fh:
             header = read_header(path, fh)
-            body = fh.read()
+            data = fh.read()
     except IsADirectoryError:
         raise InputError(f"--model {path!r} is a directory, not a model file") from None
     except OSError as exc:
         raise InputError(f"cannot read model file {path!r}: {exc.strerror}") from None
-    if len(body) != header.get("body_bytes"):
-        raise InputError(f"model file {path} is damaged: {len(body)} bytes after its header, "
-                         f"{header.get('body_bytes')} written (a truncated or appended file)")
-    if hashlib.sha256(body).hexdigest() != header.get("body_sha256"):
-        raise InputError(f"model file {path} is damaged: its content does not match the checksum in its header")
+    if header["format_version"] == PICKLED_VERSION:
+        return _load_pickled(path, header, data, trust_estimator)
+    body = _section(path, data, header, "model")
+    rest = data[len(body):]
+    estimator = _section(path, rest, header, "estimator")
+    if len(rest) != len(estimator):
+        raise InputError(f"model file {path} is damaged: {len(rest) - len(estimator)} bytes after its last "
+                         f"section (an appended file)")
+    model = _model_from_json(path, body)
+    _check_agrees(path, header, model)
+    if trust_estimator and estimator:
+        model.estimator = _unpickle(path, estimator, "estimator")
+    return model
+
+
+def _model_from_json(path, body) -> SavedModel:
     try:
-        model = pickle.loads(body)
-    except Exception as exc:  # noqa: BLE001 - whatever the unpickling raised: the body cannot be used
-        raise InputError(f"model file {path} cannot be loaded ({type(exc).__name__}: {exc})") from None
+        fields = json.loads(body.decode())
+    except (UnicodeDecodeError, ValueError):
+        raise InputError(f"model file {path} is damaged: its model section is not JSON") from None
+    known = {f for f in SavedModel.__dataclass_fields__ if f != "estimator"}
+    if not isinstance(fields, dict) or not {"algorithm", "task", "loss", "n_features", "selected", "coef",
+                                            "intercept"} <= set(fields) or set(fields) - known:
+        raise InputError(f"model file {path} is damaged: its model section does not hold a model's fields")
+    try:
+        for name in ARRAYS:
+            if fields.get(name) is not None:
+                fields[name] = np.asarray(fields[name], dtype=np.int64 if name != "coef" else np.float64)
+        if fields.get("scaling") is not None:
+            fields["scaling"] = {k: (np.asarray(v, dtype=np.float64) if k in SCALING_ARRAYS else v)
+                                 for k, v in dict(fields["scaling"]).items()}
+        fields["intercept"] = float(fields["intercept"])
+        return SavedModel(**fields)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"model file {path} is damaged: a field of its model has the wrong type ({exc})") from None
+
+
+def _check_agrees(path, header, model) -> None:
+    """The model's fields agree with the header and with each other."""
+    problems = [f"{name} {getattr(model, name)!r} where its header says {header.get(name)!r}"
+                for name in ("algorithm", "task", "n_features") if getattr(model, name) != header.get(name)]
+    selected, coef, p = model.selected, model.coef, model.n_features
+    if header.get("n_selected") != selected.size:
+        problems.append(f"{selected.size} selected features where its header says {header.get('n_selected')}")
+    if selected.ndim != 1 or coef.shape != selected.shape:
+        problems.append(f"{coef.size} coefficients for {selected.size} selected features")
+    elif selected.size and (selected.min() < 0 or selected.max() >= p or np.any(np.diff(selected) <= 0)):
+        problems.append(f"selected features that are not distinct columns of 0..{p - 1} in order")
+    if not (np.all(np.isfinite(coef)) and np.isfinite(model.intercept)):
+        problems.append("a coefficient or the intercept that is not a finite number")
+    if model.task == "classification" and (not isinstance(model.classes, list) or len(model.classes) != 2):
+        problems.append(f"classes {model.classes!r} (a classifier has two)")
+    if model.task not in ("classification", "regression"):
+        problems.append(f"task {model.task!r}")
+    if problems:
+        raise InputError(f"model file {path} is damaged or was altered: " + "; ".join(problems))
+
+
+def _unpickle(path, data, what):
+    try:
+        return pickle.loads(data)
+    except Exception as exc:  # noqa: BLE001 - whatever the unpickling raised: the section cannot be used
+        raise InputError(f"model file {path}: its {what} cannot be loaded ({type(exc).__name__}: {exc})") from None
+
+
+def _load_pickled(path, header, data, trust) -> SavedModel:
+    """A format version 1 file (one pickle): refused unless trusted, as unpickling runs the file's code."""
+    if not trust:
+        raise InputError(f"model file {path} has format version 1 (written by asyos {header.get('asyos')}), a "
+                         f"pickle that could run code when read: refit and save it again, or in Python "
+                         f"load_model(path, trust_estimator=True) if you trust the file")
+    body = _section(path, data, header, "body")
+    model = _unpickle(path, body, "model")
     if not isinstance(model, SavedModel):
         raise InputError(f"model file {path} holds a {type(model).__name__}, not a model")
     return model
