@@ -133,8 +133,9 @@ def test_bad_input_is_named(spec, regression, classification):
     with pytest.raises(InputError, match="continuous values"):
         build(spec, "squared_hinge").fit(regression.X, regression.y)
     d, loss = data_for(spec, regression, classification)
-    with pytest.raises(InputError, match="larger than the number of features"):
-        build(spec, loss, budget=500).fit(d.X, d.y)
+    with pytest.warns(UserWarning, match="budget=500 is greater than n_features"):
+        wide = build(spec, loss, budget=500).fit(d.X, d.y)
+    assert wide.budget_ == d.X.shape[1] and wide.support_.size <= d.X.shape[1]
     model = build(spec, loss).fit(d.X, d.y)
     with pytest.raises(ValueError, match="X has 10 features"):
         model.predict(d.X[:, :10])

@@ -244,7 +244,6 @@ def test_worker_state_pickles_mid_run_and_continues_identically():
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(budget=0), r"'budget' parameter of OnlineSubstitution must be an int in the range \[1, inf\)"),
-    (dict(budget=101), "larger than the number of features"),
     (dict(budget=2.5), "The 'budget' parameter .* Got 2.5 instead"), (dict(passes=0), "passes"),
     (dict(loss="hinge"), "hinge loss is not smooth"),
     (dict(step_divisor=0.5), "step_divisor"), (dict(decrease_constant=2.0), "decrease_constant"),
@@ -253,6 +252,16 @@ def test_bad_parameters_are_named(kwargs, message):
     d = make_regression(n_features=100, n_informative=5, n_samples=30, seed=0)
     with pytest.raises(InputError, match=message):
         OnlineSubstitution(**{"budget": 5, **kwargs}).fit(d.X, d.y)
+
+
+def test_a_budget_above_the_features_keeps_them_all_with_a_warning():
+    """As scikit-learn's SelectKBest with k > n_features: a warning, and the fit of budget = n_features."""
+    d = make_regression(n_features=8, n_informative=3, n_samples=40, seed=0)
+    with pytest.warns(UserWarning, match="budget=20 is greater than n_features=8: all the features are kept"):
+        wide = OnlineSubstitution(budget=20, random_state=0).fit(d.X, d.y)
+    exact = OnlineSubstitution(budget=8, random_state=0).fit(d.X, d.y)
+    assert wide.budget == 20 and wide.budget_ == 8                # the parameter is left as given
+    np.testing.assert_array_equal(wide.coef_, exact.coef_)
 
 
 def test_bad_data_is_named():

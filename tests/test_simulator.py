@@ -143,8 +143,9 @@ def test_simulator_rejects_bad_settings(problem):
         AsyncOnlineSubstitution(budget=16, n_workers=2, policy="oldest").fit(d.X, d.y)
     with pytest.raises(InputError, match="budget 3 is smaller than the number of workers"):
         AsyncOnlineSubstitution(budget=3, n_workers=4, budget_mode="split").fit(d.X, d.y)
-    with pytest.raises(InputError, match="401 workers but n_features = 400"):
-        AsyncOnlineSubstitution(budget=16, n_workers=401).fit(d.X, d.y)
+    with pytest.warns(UserWarning, match="n_workers=401 is greater than n_features=400: 400 workers"):
+        many = AsyncOnlineSubstitution(budget=16, n_workers=401).fit(d.X, d.y)
+    assert many.n_workers == 401 and many.n_workers_ == 400
 
 
 @pytest.mark.filterwarnings("ignore::asyos.errors.SelectionWarning")

@@ -50,7 +50,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from ..data.columnar import is_column_matrix
 from ..data.dataset import check_sparse_structure
-from .checks import check_budget, columns_dense
+from .checks import columns_dense, effective_budget
 from ..errors import InputError, SelectionWarning
 from ..losses import get_loss
 
@@ -292,7 +292,7 @@ class BudgetedSelector(SelectorMixin, Estimator):
         self.loss_ = loss.name
         self.task_ = loss.task
         y = self._labels(y, reset=True)
-        check_budget(self.budget, X.shape[1])
+        self.budget_ = effective_budget(self.budget, X.shape[1])
         return X, y, loss
 
     def _out_of_core_data(self, X, y):

@@ -20,6 +20,24 @@ def check_budget(budget, n_features):
         raise InputError(f"budget {budget} is larger than the number of features (n_features = {n_features})")
 
 
+def effective_budget(budget, n_features):
+    """The budget a fit keeps to: ``budget`` (checked), or ``n_features`` when the budget is larger, with a
+    warning that every feature is kept, as scikit-learn's ``SelectKBest`` does with ``k > n_features``
+    (its checks fit every estimator on 2-5 features); ``None`` stays ``None`` (no budget: an l1 weight)."""
+    if budget is None:
+        return None
+    if not isinstance(budget, numbers.Integral) or isinstance(budget, bool):
+        raise InputError(f"budget must be an integer; got {budget!r}")
+    if budget < 1:
+        raise InputError(f"budget must be at least 1; got {budget}")
+    if budget > n_features:
+        import warnings
+        warnings.warn(f"budget={budget} is greater than n_features={n_features}: all the features are kept",
+                      UserWarning, stacklevel=3)
+        return int(n_features)
+    return int(budget)
+
+
 def check_positive_int(value, name, minimum=1):
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
         raise InputError(f"{name} must be an integer >= {minimum}; got {value!r}")

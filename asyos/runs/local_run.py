@@ -74,6 +74,10 @@ class LocalRun:
             generated_test = not out_of_core and generates_test_columns(source)     # made at the end (_test_point)
             data = source.lazy() if out_of_core else source.load(with_test=not generated_test)
             problem = resolve_problem(config, source, data.y)
+        if spec.family == "substitution" and self.simulated(config):      # the command line refuses, as for --budget
+            from ..learners.protocol.plan import check_worker_count
+            check_worker_count(config.simulated_workers, problem.n_features, problem.budget,
+                               config.resolved_budget_mode)
         estimator = spec.build(config, problem.loss.name, problem.budget)
         return _Loaded(spec, source, data, problem, estimator, generated_test)
 

@@ -25,7 +25,7 @@ from ...errors import InputError
 from .stats import EXTRACT_MATRICES, GRAM_MATRICES, RunningAverages, check_gram_memory
 from . import extractors
 from ..base import TASKS, BudgetedSelector
-from ..checks import check_budget
+from ..checks import effective_budget
 from ..params import BOOLEAN, BUDGET, Interval, Real, StrOptions, count, non_negative, positive, unit
 
 
@@ -83,7 +83,7 @@ class RunningAveragesSelector(BudgetedSelector):
         self._check_params()
         if not isinstance(stats, RunningAverages):
             raise InputError(f"fit_stats needs a RunningAverages; got {type(stats).__name__}")
-        check_budget(self.budget, stats.n_features)
+        self.budget_ = effective_budget(self.budget, stats.n_features)
         check_gram_memory(stats.n_features, EXTRACT_MATRICES, f"{type(self).__name__}.fit_stats")
         self.stats_ = stats
         self.n_features_in_ = stats.n_features
@@ -96,7 +96,7 @@ class RunningAveragesSelector(BudgetedSelector):
     def _stats_for(self, p):
         stats = getattr(self, "stats_", None)
         if stats is None:
-            check_budget(self.budget, p)
+            self.budget_ = effective_budget(self.budget, p)
             check_gram_memory(p, GRAM_MATRICES, type(self).__name__)
             self.stats_ = stats = RunningAverages(p, self.forgetting, self.forget_by)
         elif p != stats.n_features:
@@ -126,7 +126,7 @@ class RunningAveragesSelector(BudgetedSelector):
 
     def extract(self, k=None):
         """The model with ``k`` features (default: ``budget``); the learner itself is unchanged."""
-        return self.path([self.budget if k is None else k])[0]
+        return self.path([self.budget_ if k is None else k])[0]
 
     @property
     def model_(self):

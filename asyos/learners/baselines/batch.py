@@ -110,7 +110,7 @@ class ProjectedGradient(BudgetedSelector):
         check_positive_float(self.tol, "tol")
         start = time.perf_counter()
         n, p = X.shape
-        lip = restricted_lipschitz(FeatureShard(X), 2 * self.budget, loss.curvature,
+        lip = restricted_lipschitz(FeatureShard(X), 2 * self.budget_, loss.curvature,
                                    seed=[int(self.random_state), 0x1A7])
         eta = 1.0 / lip if lip > 0 else 1.0
         w = np.zeros(p)
@@ -121,7 +121,7 @@ class ProjectedGradient(BudgetedSelector):
         for it in range(1, self.max_iter + 1):
             grad = np.asarray(X.T @ loss.dloss(y, u)).ravel()
             while True:
-                w_new = project_l0(w - eta * grad, self.budget)
+                w_new = project_l0(w - eta * grad, self.budget_)
                 step = w_new - w
                 u_new = np.asarray(X @ w_new).ravel()
                 f_new = loss.value(y, u_new)
@@ -244,7 +244,7 @@ class LassoToBudget(BudgetedSelector):
         else:
             coef = self._l1_classifier_search(X, y, loss.name)
         nonzero = np.flatnonzero(coef)
-        keep = nonzero[keep_top_k(np.abs(coef[nonzero]), self.budget)]
+        keep = nonzero[keep_top_k(np.abs(coef[nonzero]), self.budget_)]
         self._set_selection(X, y, loss, keep, coef[keep])
         self.fit_time_ = time.perf_counter() - start
         return self
@@ -274,7 +274,7 @@ class LassoToBudget(BudgetedSelector):
         steps = self.n_alphas - 1
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=Warning)
-            found = search_l1_weight(fit, self.budget, alpha_max, factor=self.eps ** (-1.0 / steps),
+            found = search_l1_weight(fit, self.budget_, alpha_max, factor=self.eps ** (-1.0 / steps),
                                      max_expand=steps, max_bisect=0, max_steps=steps, known={alpha_max: (None, 0)})
         return self._found(found, X.shape[1], "alpha_", lambda alpha: alpha)
 
@@ -295,7 +295,7 @@ class LassoToBudget(BudgetedSelector):
             coef = np.asarray(model.coef_, dtype=float).ravel()
             return coef, int(np.count_nonzero(coef))
 
-        found = search_l1_weight(fit, self.budget, 1.0 / c_min, factor=2.0, max_expand=40, max_bisect=8,
+        found = search_l1_weight(fit, self.budget_, 1.0 / c_min, factor=2.0, max_expand=40, max_bisect=8,
                                  max_steps=48, precision=0.0, known={1.0 / c_min: (None, 0)}, warm=False)
         return self._found(found, X.shape[1], "C_", lambda weight: 1.0 / weight)
 

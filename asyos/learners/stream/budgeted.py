@@ -77,9 +77,9 @@ class AdaptiveTruncation(SampleStreamLearner):
 
 
     def _new_state(self, p, code):
-        params = K.budgeted_params(eta=self.eta, lam=self.lam, delta=self.delta, budget=self.budget, loss=code,
+        params = K.budgeted_params(eta=self.eta, lam=self.lam, delta=self.delta, budget=self.budget_, loss=code,
                                    power=TRUNCATIONS[self.truncation])
-        members = np.zeros(self.budget, dtype=np.int64)
+        members = np.zeros(self.budget_, dtype=np.int64)
         if self.step == "dual-averaging":
             fill = dict.fromkeys(ARDA_COLUMNS, 0.0) | {"h": self.delta, "mpos": -1.0, "hpos": -1.0}
             rec = records(p, list(fill.values()), rank=ARDA_COLUMNS.index("rank"))
@@ -87,7 +87,7 @@ class AdaptiveTruncation(SampleStreamLearner):
                                cand=np.zeros(p, dtype=np.int64), bound=K.barda_bound(), counts=K.barda_counts(),
                                params=params)
         rec = records(p, list((dict.fromkeys(AMD_COLUMNS, 0.0) | {"h": self.delta, "mpos": -1.0}).values()))
-        return StreamState(rec=rec, members=members, kept=np.zeros((5, self.budget)),    # w, sq, H, score, touched
+        return StreamState(rec=rec, members=members, kept=np.zeros((5, self.budget_)),    # w, sq, H, score, touched
                            ranks=np.arange(p, dtype=np.int64), cand=np.zeros(p, dtype=np.int64), scores=np.zeros(p),
                            counts=K.kept_counts(), params=params)
 
@@ -98,7 +98,7 @@ class AdaptiveTruncation(SampleStreamLearner):
 
     def _buffer_capacity(self):
         """B-ARDA's buffer of candidates (``_stream_kernels.barda_rows``): ``2 max(B, BUFFER)``."""
-        return 2 * max(self.budget, self.BUFFER)
+        return 2 * max(self.budget_, self.BUFFER)
 
     def _kept(self, s):
         if self.step == "mirror-descent":                 # the kept set's weights: _stream_kernels.bamd_rows

@@ -130,7 +130,7 @@ class L1Learner(AutoStep, SampleStreamLearner):
         path = getattr(self, "lam_path_", None) if self.lam == "auto" else None
         if not path:
             return f"the l1 weight lam={self._lam_value():g} ({step}) decides how many features survive: lower it"
-        over = [(w, n) for w, n in path if n is not None and n > self.budget]
+        over = [(w, n) for w, n in path if n is not None and n > self.budget_]
         failed = sum(n is None for _, n in path)
         text = f"the search of the l1 weight ended at lam_={self.lam_:.4g} ({step}, {len(path)} weights tried"
         if over:

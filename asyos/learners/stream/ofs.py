@@ -103,9 +103,9 @@ class OFS(SampleStreamLearner):
 
     def _new_state(self, p, code):
         rec = records(p, [0.0, 0.0, -1.0, 0.0], rank=3, sign=-1.0)   # v, hkey, hpos, rank: _stream_kernels.ofs_rows
-        return StreamState(rec=rec, scale=K.ofs_scale(), heap=np.zeros(self.budget, dtype=np.int64),
+        return StreamState(rec=rec, scale=K.ofs_scale(), heap=np.zeros(self.budget_, dtype=np.int64),
                            counts=K.kept_counts(),
-                           params=K.ofs_params(eta=self.eta, lam=self.lam, budget=self.budget, loss=code))
+                           params=K.ofs_params(eta=self.eta, lam=self.lam, budget=self.budget_, loss=code))
 
     def _kernel(self, s):
         return K.ofs_rows, (s.rec, s.scale, s.heap, s.counts, s.params)
@@ -209,13 +209,13 @@ class SOFS(SampleStreamLearner):
 
 
     def _new_state(self, p, code):
-        kept = np.arange(self.budget, dtype=np.int64)
-        heap = np.zeros(self.budget, dtype=np.int64)
+        kept = np.arange(self.budget_, dtype=np.int64)
+        heap = np.zeros(self.budget_, dtype=np.int64)
         rec = records(p, [0.0, 1.0, -1.0, 0.0], rank=3, sign=-1.0)   # mu, sigma, hpos, rank: _stream_kernels.sofs_rows
         # all variances are 1 at the start: the heap of kept features has the largest index on top
         heap[:] = kept[::-1]
-        rec[heap, 2] = np.arange(self.budget)
-        return StreamState(rec=rec, heap=heap, counts=K.kept_counts(kept=self.budget),
+        rec[heap, 2] = np.arange(self.budget_)
+        return StreamState(rec=rec, heap=heap, counts=K.kept_counts(kept=self.budget_),
                            params=K.sofs_params(gamma=self.gamma))
 
     def _kernel(self, s):

@@ -70,7 +70,7 @@ from ...errors import DivergenceError, InputError
 from ...losses import LOSSES, get_loss
 from . import _stream_kernels as K
 from ..base import BudgetedSelector
-from ..checks import check_budget
+from ..checks import check_budget, effective_budget
 from ..params import BUDGET, PASSES, SEED, StrOptions, count
 
 STREAM_LOSSES = tuple(LOSSES)                # every loss of the table, the hinge of OFS included
@@ -496,8 +496,9 @@ class SampleStreamLearner(BudgetedSelector):
         return self.passes
 
     def _check_common(self, p):
-        if self.budget is not None or self.budgeted_every_step:
-            check_budget(self.budget, p)
+        if self.budget is None and self.budgeted_every_step:
+            check_budget(self.budget, p)            # a budgeted learner needs its budget: the error says so
+        self.budget_ = effective_budget(self.budget, p)
 
     @property
     def scale_(self):

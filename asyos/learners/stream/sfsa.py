@@ -120,7 +120,7 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
         if not np.all(np.isfinite(s.beta)):
             return s.beta.copy()                  # diverged: the facade names it
         w = np.zeros(s.beta.shape[0])
-        keep = keep_top_k(self._scores(s), self.budget)
+        keep = keep_top_k(self._scores(s), self.budget_)
         w[keep] = s.beta[keep]
         return w
 
@@ -232,7 +232,7 @@ class SFSA(_MiniBatchThresholding):
 
     def _threshold(self, s):
         p = s.beta.shape[0]
-        keep = annealing_schedule(int(s.counts[K.M_BATCHES]), self.budget, p, s.horizon, self.mu)
+        keep = annealing_schedule(int(s.counts[K.M_BATCHES]), self.budget_, p, s.horizon, self.mu)
         active = np.flatnonzero(s.active)
         if active.size <= keep:
             return
@@ -340,7 +340,7 @@ class TSGD(_MiniBatchThresholding):
 
     def _threshold(self, s):
         if self.truncate == "every":
-            kept = keep_top_k(self._scores(s), self.budget)
+            kept = keep_top_k(self._scores(s), self.budget_)
             mask = np.ones(s.beta.shape[0], dtype=bool)
             mask[kept] = False
             s.beta[mask] = 0.0

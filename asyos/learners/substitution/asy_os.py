@@ -212,6 +212,16 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         self.costs = costs
         self.cores = cores
 
+    def _worker_count(self, n_features) -> int:
+        """``n_workers``, or one worker a feature when there are fewer features (with a warning, as a budget
+        above the features keeps them all)."""
+        if self.n_workers > n_features:
+            import warnings
+            warnings.warn(f"n_workers={self.n_workers} is greater than n_features={n_features}: {n_features} "
+                          f"workers, one feature each", UserWarning, stacklevel=3)
+            return int(n_features)
+        return int(self.n_workers)
+
     def fit(self, X, y, checkpoint=None):
         """Select ``budget`` features with ``n_workers`` simulated workers. ``checkpoint`` (an
         ``asyos.records.checkpoint.Checkpointer``) saves the bounded-staleness simulation between events
@@ -219,10 +229,11 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
         saved (a stop request ends it at once)."""
         X, y, loss = self._fit_data(X, y)
         options = self._options()
-        plan = AsyOSPlan.build(X.shape[1], self.budget, self.n_workers, budget_mode=self.budget_mode, cap=self.cap,
+        self.n_workers_ = n_workers = self._worker_count(X.shape[1])
+        plan = AsyOSPlan.build(X.shape[1], self.budget_, n_workers, budget_mode=self.budget_mode, cap=self.cap,
                                variant=options.variant, sharding=self.sharding, slack=self.slack)
         if self.transport is None:
-            tau = self.n_workers if self.max_staleness is None else self.max_staleness
+            tau = n_workers if self.max_staleness is None else self.max_staleness
             check_simulation_args(tau, self.policy, self.schedule)
         else:
             mode = self._event_mode()

@@ -185,7 +185,7 @@ class OnlineSubstitution(BudgetedSelector):
         features of largest gain (``parts``: ``(feature indices, gains)`` of each shard; ``ridge_choice``)."""
         if not self._auto_ridge:
             return options, None
-        alpha, scores = choose_on_pool(X, y, loss, parts, self.budget, options, self.random_state)
+        alpha, scores = choose_on_pool(X, y, loss, parts, self.budget_, options, self.random_state)
         return options.with_ridge(alpha), scores
 
     def fit(self, X, y, checkpoint=None):
@@ -202,8 +202,8 @@ class OnlineSubstitution(BudgetedSelector):
             gains = options.gains(shard, y, loss)
             options, scores = self._resolve_ridge(X, y, loss, options, [(np.arange(shard.n_local), gains)])
             order = options.visit_order(shard, y, loss, gains)
-            lipschitz = local_lipschitz(shard, self.budget, loss, self.random_state, order=order)
-            worker = make_worker(shard, y, loss, self.budget, lipschitz, options, order=order)
+            lipschitz = local_lipschitz(shard, self.budget_, loss, self.random_state, order=order)
+            worker = make_worker(shard, y, loss, self.budget_, lipschitz, options, order=order)
             central, trace = self._central(shard.n_samples, loss, y)
         else:
             worker, central, lipschitz = saved["worker"], saved["central"], saved["lipschitz"]
