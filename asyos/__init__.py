@@ -11,6 +11,10 @@ Public API (imported on first use, so that ``import asyos`` stays light)::
 """
 from . import _env  # noqa: F401  (must run before numpy is imported)
 
+if __import__("sys").argv[:1] == ["-m"] and _env.launched_by_mpi():    # `mpiexec ... python -m asyos[.run]`
+    from .distributed.supervisor import note_early_stops                # starting: a Ctrl-C is a stop request
+    note_early_stops()
+
 __version__ = "0.1.0"
 
 _PUBLIC = {

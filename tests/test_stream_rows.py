@@ -117,8 +117,8 @@ def test_the_width_is_declared_or_grows_and_overflow_is_named(stream):
     assert model.coef_.shape == (12,) and len(model.feature_names_) == 12
     with pytest.raises(InputError, match="n_features"):
         SFSA(budget=3).learn_one({"a": 1.0}, 1.0)
-    with pytest.raises(InputError, match="budget 20 is larger"):
-        BudgetedARDA(budget=20, n_features=12).learn_one({"a": 1.0}, 1)
+    with pytest.warns(UserWarning, match="budget=20 is greater than n_features=12: all the features are kept"):
+        assert BudgetedARDA(budget=20, n_features=12).learn_one({"a": 1.0}, 1).budget_ == 12
 
 
 def test_arrays_and_dicts_do_not_mix(stream):

@@ -193,6 +193,12 @@ def _main(argv) -> int:
         from .predict import main as predict
         return predict(argv[1:], prog=f"{program_name()} predict")
     try:
+        from ..distributed.supervisor import early_stop, note_stopping
+        if early_stop() is not None:                # Ctrl-C or SIGTERM while the rank was starting
+            from ..records.checkpoint import StopSignals
+            StopSignals.take(early_stop())
+            note_stopping(early_stop())
+            raise RunInterrupted(early_stop())
         comm = _mpi_world()
         rank = comm.Get_rank() if comm is not None else 0
         config = parse_config(argv)
@@ -246,8 +252,28 @@ def _stopped(comm, rank, exc, config) -> int:
     from ..records.resume import report_interrupted
     if comm is not None and exc.path is None:
         _interrupted(comm, rank, exc, config)  # outside a loop that saves: end the whole job now
+    if comm is None and config is None and _env.launched_by_mpi():
+        return _stopped_starting(exc)
     if rank == 0:
         report_interrupted(config, exc, f"mpiexec -n {comm.Get_size()} " if comm is not None else "")
+    return exc.exit_status
+
+
+def _stopped_starting(exc) -> int:
+    """A rank of an ``mpiexec`` job stopped before its MPI world was up (starting, parsing, joining): the
+    first rank of its node to get here says so in one line (``supervisor.first_to_stop``: rank 0 may be
+    blocked in ``MPI_Init``, where no Python handler runs); every rank asks hydra to end the job with the
+    stop's status, so that the job's status is it whichever rank goes first (the others may wait in
+    ``MPI_Init``, or be killed by hydra as one goes, whose status would be 9)."""
+    import time
+    from ..distributed.supervisor import OUTPUT_GRACE, ask_launcher_to_abort, first_to_stop
+    from ..records.checkpoint import signal_name
+    first = first_to_stop()
+    if first:
+        print(f"asyos: stopped by {signal_name(exc.signum)} while the job was starting; nothing to save",
+              file=sys.stderr, flush=True)
+    time.sleep(OUTPUT_GRACE if first else 2 * OUTPUT_GRACE)     # the line reaches mpiexec before an abort
+    ask_launcher_to_abort(exc.exit_status)
     return exc.exit_status
 
 

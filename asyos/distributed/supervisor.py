@@ -89,6 +89,8 @@ def supervise():
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:                                # the rank proper
+        for sig in (signal.SIGINT, signal.SIGTERM):     # until main installs its handlers: noted, not raised
+            signal.signal(sig, _note_early_stop)
         os.close(read_end)
         _die_with_parent(me)
         os.environ[CHILD_ENV] = str(write_end)
@@ -270,6 +272,52 @@ def mark_finished():
         os.close(int(fd))
     except OSError:
         pass
+
+
+_early = [None]
+
+
+def _note_early_stop(signum, _frame) -> None:
+    """A stop signal before ``main`` installed its handlers (the rank was still starting): kept for
+    ``early_stop``, instead of a ``KeyboardInterrupt`` raised inside whatever the rank was importing."""
+    if _early[0] is None:
+        _early[0] = signum
+
+
+def note_early_stops() -> None:
+    """Under ``mpiexec``, from the entry module's first lines: a stop signal while the rank imports is noted
+    (``early_stop``) rather than raised as a ``KeyboardInterrupt`` inside an import (a traceback per rank,
+    and a status hydra then replaced with 9 or 11 as it killed the others)."""
+    from .._env import launched_by_mpi
+    if launched_by_mpi():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _note_early_stop)
+
+
+def first_to_stop() -> bool:
+    """Whether this rank is the first of its node's ranks to stop while the job starts: it creates a file
+    named after the launcher's proxy on this node (its pid and start time, so that a reused pid names
+    another file), which the others then find there."""
+    import tempfile
+    try:
+        parent = os.getppid()
+        if os.environ.get(CHILD_ENV) is not None:       # supervised: the proxy is the supervisor's parent
+            with open(f"/proc/{parent}/stat") as fh:
+                parent = int(fh.read().rsplit(")", 1)[1].split()[1])
+        with open(f"/proc/{parent}/stat") as fh:
+            started = fh.read().rsplit(")", 1)[1].split()[19]
+        path = os.path.join(tempfile.gettempdir(), f"asyos-stopping-{parent}-{started}")
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    except (OSError, ValueError, IndexError):       # no /proc: the rank hydra numbers 0 speaks
+        return os.environ.get("PMI_RANK", "0") == "0"
+    return True
+
+
+def early_stop():
+    """The stop signal that reached this rank while it started (``None``: none)."""
+    return _early[0]
 
 
 def note_stopping(_signum=None) -> None:

@@ -103,6 +103,13 @@ class StopSignals:
         cls._installed = True
 
     @classmethod
+    def take(cls, signum: int) -> None:
+        """Record ``signum`` as the stop request, as the handler would have (a signal noted before the
+        handler was installed: ``asyos.distributed.supervisor.early_stop``); a copy of it arriving next is
+        then ignored as the same request."""
+        cls.requested, cls._first_at = signum, time.monotonic()
+
+    @classmethod
     def uninstall(cls) -> None:
         """Back to the default handlers; except that after a stop request, the same signal arriving
         within ``LATE_REPEAT_S`` of it is a copy of that request still on its way (under ``mpiexec`` a rank

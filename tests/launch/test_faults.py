@@ -88,6 +88,29 @@ def test_ctrl_c_ends_the_job_with_130_and_one_line():
     assert err.strip() == "asyos: stopped by SIGINT; ending the job", err        # no --output: nothing to save
 
 
+@pytest.mark.parametrize("sig, code, after", [(signal.SIGINT, 130, 0.8), (signal.SIGTERM, 143, 0.8),
+                                              (signal.SIGINT, 130, 1.5)])
+def test_a_stop_while_the_ranks_start_ends_the_job_with_its_status_and_one_line(sig, code, after):
+    """Ctrl-C or SIGTERM while the ranks import, parse or join MPI (they load for seconds after): the job ends
+    with the stop's status and one line, whichever phase each rank was in (a rank blocked in MPI_Init runs no
+    handler; one noted before its handlers were installed stops at its first step)."""
+    env = dict(os.environ, PYTHONPATH=REPO, OPENBLAS_NUM_THREADS="1")
+    proc = subprocess.Popen([MPIEXEC, "-n", "4", sys.executable, "-m", "asyos.run", *LONG], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        time.sleep(after)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    name = signal.Signals(sig).name
+    assert proc.returncode == code, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and re.fullmatch(rf"asyos: stopped by {name}(; ending the job| while the job was "
+                                            rf"starting; nothing to save)", lines[0]), err
+
+
 def job_segments(launcher: int) -> set:
     """The files under ``/dev/shm`` that ``launcher`` (an ``mpiexec``'s pid) and the processes it
     started map now (hydra's proxy starts every rank in a session of its own: the parent links, not
