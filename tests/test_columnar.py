@@ -332,3 +332,17 @@ def test_converted_files_read_back_through_the_column_readers(tmp_path, rng, fmt
     b = OnlineSubstitution(budget=3).fit(source.matrix(), source.labels())
     np.testing.assert_array_equal(a.support_, b.support_)
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("rows", [False, True])
+def test_a_parquet_file_without_pyarrow_is_refused_with_a_hint(tmp_path, monkeypatch, rows):
+    """pyarrow is the parquet extra: without it a Parquet path is one line naming the extra, for the column
+    reader (OS) and the row stream (the sample-stream learners) alike."""
+    X = np.arange(12.0).reshape(4, 3)
+    path = write_parquet(tmp_path / "train.parquet", X, np.array([1.0, -1, 1, -1]))
+    for name in [m for m in sys.modules if m == "pyarrow" or m.startswith("pyarrow.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)             # import pyarrow raises ImportError
+    from asyos.data.io import open_source
+    with pytest.raises(InputError, match=r"reading Parquet needs pyarrow: pip install 'asyos\[parquet\]'"):
+        open_source(str(path), rows=rows)

@@ -393,8 +393,9 @@ class ParquetColumns(ColumnFile):
         super().__init__()
         try:
             import pyarrow.parquet as pq
-        except ImportError:           # pragma: no cover - pyarrow is a dependency
-            raise InputError("reading Parquet needs pyarrow (pip install pyarrow)") from None
+        except ImportError:           # the parquet extra: 170 MB that only Parquet files need
+            from .parquet_rows import PARQUET_HINT
+            raise InputError(PARQUET_HINT) from None
         self.path, self.label = path, label
         try:
             self._file = pq.ParquetFile(path)

@@ -30,9 +30,15 @@ from .source import FileSource, _check_columns, _row_range, check_inferred_width
 N_FEATURES_KEY = b"n_features"
 
 
+PARQUET_HINT = "reading Parquet needs pyarrow: pip install 'asyos[parquet]'"
+
+
 def _parquet():
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:                     # an extra: 170 MB that only Parquet files need
+        raise InputError(PARQUET_HINT) from None
     return pa, pq
 
 
