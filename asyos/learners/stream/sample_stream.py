@@ -310,13 +310,35 @@ class SampleStreamLearner(BudgetedSelector):
         self._cache = None
         return self
 
+    _supervised = True          # River's flag (river.evaluate, river.compose): learn_one takes a label
+
     def predict_one(self, x):
         """The prediction for one sample (a label for classification, a value for regression): ``x``
-        as in ``learn_one``; ``predict`` of the one row (dict names not learned count as zeros)."""
+        as in ``learn_one``; ``predict`` of the one row (dict names not learned count as zeros). Before
+        any sample was learned it answers as River's models do: ``None`` for a classifier (no class seen),
+        ``0.0`` for a regressor."""
+        if self.__dict__.get("_state") is None:
+            return None if self._task() == "classification" else 0.0
         one = self._one_row(x, learn=False)
         n = one.indptr[1]
         u = float(one.val[:n] @ self.coef_[one.idx[:n]])
         return self.classes_[int(u >= 0.0)] if one.classification else u
+
+    def predict_proba_one(self, x):
+        """``{class: probability}`` for one sample, a classifier's (River's ``predict_proba_one``): with the
+        logistic loss ``P(classes_[1] | x) = 1 / (1 + exp(-u))``; a margin loss estimates no probability, so
+        the predicted class has 1 and the other 0; ``{}`` before any sample was learned (River's default)."""
+        if self._task() != "classification":
+            raise AttributeError(f"{self._name()} with loss {self.loss!r} is a regressor: it has no class "
+                                 f"probabilities")
+        if self.__dict__.get("_state") is None:
+            return {}
+        one = self._one_row(x, learn=False)
+        n = one.indptr[1]
+        u = float(one.val[:n] @ self.coef_[one.idx[:n]])
+        p = 1.0 / (1.0 + math.exp(-u)) if self._loss_name() == "logistic" else float(u >= 0.0)
+        low, high = (c.item() if hasattr(c, "item") else c for c in self.classes_)    # numpy scalars: Python's
+        return {low: 1.0 - p, high: p}
 
     def _encode_label(self, y, one):
         """The label as the loss takes it: a classifier's as -1/+1 through ``classes_`` (set by the
