@@ -3,6 +3,7 @@
 Public API (imported on first use, so that ``import asyos`` stays light)::
 
     from asyos import OnlineSubstitution, AsyncOnlineSubstitution, ProjectedGradient, LassoToBudget
+    from asyos import OnlineSubstitutionClassifier, OnlineSubstitutionRegressor
     from asyos import BudgetedARDA, BudgetedAMD, OFS, SOFS, L1ARDA, AdaFOBOS, OPG, RDA, SFSA, TSGD
     from asyos import AsyncSampleStream
     from asyos import RunningAverages, OLSThreshold, OFSA, OLasso, OElasticNet, OMCP

@@ -12,7 +12,8 @@ import inspect
 import numpy as np
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from asyos import AsyncSampleStream, BudgetedAMD, BudgetedARDA
+from asyos import (AsyncSampleStream, BudgetedAMD, BudgetedARDA, OnlineSubstitutionClassifier,
+                   OnlineSubstitutionRegressor)
 from asyos.registry import all_algorithms
 
 CLASSIFICATION_LOSS = "squared_hinge"
@@ -90,7 +91,7 @@ DEFAULT_FAILURES: dict[tuple[str, str], str] = {
                                       "with one informative feature needs more passes (STREAM_REGRESSION)"
     for name in ("OPG", "RDA", "SFSA", "TSGD")}
 DEFAULTS = [spec.estimator_class() for spec in all_algorithms() if spec.family != "path"]
-DEFAULTS += [AsyncSampleStream(BudgetedARDA())]
+DEFAULTS += [AsyncSampleStream(BudgetedARDA()), OnlineSubstitutionClassifier(), OnlineSubstitutionRegressor()]
 
 
 def default_failures(estimator):
@@ -101,6 +102,17 @@ def default_failures(estimator):
 @parametrize_with_checks(DEFAULTS, expected_failed_checks=default_failures)
 def test_scikit_learn_checks_on_the_defaults(estimator, check):
     check(estimator)
+
+
+def test_online_substitution_has_a_classifier_and_a_regressor_face():
+    from sklearn.base import is_classifier, is_regressor
+    from asyos import OnlineSubstitution
+    assert not is_classifier(OnlineSubstitution()) and not is_regressor(OnlineSubstitution())   # loss="auto"
+    assert is_classifier(OnlineSubstitutionClassifier()) and is_regressor(OnlineSubstitutionRegressor())
+    X = np.random.default_rng(0).standard_normal((60, 8))
+    y = np.where(X[:, 2] > 0, 1.0, -1.0)
+    face = OnlineSubstitutionClassifier(budget=2).fit(X, y)
+    np.testing.assert_array_equal(face.coef_, OnlineSubstitution(budget=2, loss="squared_hinge").fit(X, y).coef_)
 
 
 def test_every_exported_estimator_is_checked_on_its_defaults():

@@ -41,4 +41,5 @@ ALGORITHMS = (
     algorithm("asy-os", "Asy-OS (KDD'16 Alg. 2-3): MPI under mpiexec, else the simulator", f"{__name__}.asy_os",
               "AsyncOnlineSubstitution", _build_asy_os, test_params={"passes": 2, "n_workers": 2}),
 )
-PUBLIC = {}
+PUBLIC = {name: f"{__name__}.online_substitution"                  # is_classifier / is_regressor before fit
+          for name in ("OnlineSubstitutionClassifier", "OnlineSubstitutionRegressor")}

@@ -258,3 +258,83 @@ def choose_on_columns(columns, y, loss, budget, options, seed):
                                   decrease_check=options.decrease_check, random_state=seed, ridge=alpha).fit(X, y)
     with many_runs(cross_validation_steps(columns.shape[1])):   # 12 short fits: the compiled step repays its load
         return choose_ridge(columns, y, loss, fit, seed)
+
+
+class OnlineSubstitutionClassifier(OnlineSubstitution):
+    """Online Substitution as a classifier, whatever the labels look like: ``loss="squared_hinge"`` (or
+    ``"logistic"``), so scikit-learn's tools (``is_classifier``, stratified cross-validation, classifier
+    scorers) know it before ``fit``; ``OnlineSubstitution`` with ``loss="auto"`` learns its task from the labels.
+
+    Parameters
+    ----------
+    budget : int, default=10
+        As in :class:`OnlineSubstitution`.
+    loss : {"squared_hinge", "logistic"}, default="squared_hinge"
+        The classification loss.
+    passes, variant, fit_intercept, scale, step_size, step_divisor, decrease_check, decrease_constant, refit, \
+random_state, trace_every, ridge
+        As in :class:`OnlineSubstitution`.
+
+    Attributes
+    ----------
+    coef_, intercept_, support_, classes_, budget_
+        As in :class:`OnlineSubstitution`.
+
+    Examples
+    --------
+    >>> from sklearn.base import is_classifier
+    >>> from asyos import OnlineSubstitutionClassifier, make_classification
+    >>> data = make_classification(n_features=50, n_informative=5, n_samples=200, seed=0)
+    >>> model = OnlineSubstitutionClassifier(budget=5).fit(data.X, data.y)
+    >>> is_classifier(model), model.support_.size
+    (True, 5)
+    """
+    _parameter_constraints = {**OnlineSubstitution._parameter_constraints,
+                              "loss": [StrOptions({"squared_hinge", "logistic"})]}
+
+    def __init__(self, budget=10, loss="squared_hinge", passes="auto", variant="exchange", fit_intercept=None, scale=None,
+                 step_size=None, step_divisor=1.0, decrease_check=True, decrease_constant=None, refit=True,
+                 random_state=0, trace_every=0, ridge=0.0):
+        super().__init__(budget=budget, loss=loss, passes=passes, variant=variant, fit_intercept=fit_intercept,
+                         scale=scale, step_size=step_size, step_divisor=step_divisor, decrease_check=decrease_check,
+                         decrease_constant=decrease_constant, refit=refit, random_state=random_state,
+                         trace_every=trace_every, ridge=ridge)
+
+
+class OnlineSubstitutionRegressor(OnlineSubstitution):
+    """Online Substitution as a regressor (``loss="squared"``), so scikit-learn's tools (``is_regressor``,
+    regression scorers) know it before ``fit``.
+
+    Parameters
+    ----------
+    budget : int, default=10
+        As in :class:`OnlineSubstitution`.
+    loss : {"squared"}, default="squared"
+        The regression loss.
+    passes, variant, fit_intercept, scale, step_size, step_divisor, decrease_check, decrease_constant, refit, \
+random_state, trace_every, ridge
+        As in :class:`OnlineSubstitution`.
+
+    Attributes
+    ----------
+    coef_, intercept_, support_, budget_
+        As in :class:`OnlineSubstitution`.
+
+    Examples
+    --------
+    >>> from sklearn.base import is_regressor
+    >>> from asyos import OnlineSubstitutionRegressor, make_regression
+    >>> data = make_regression(n_features=50, n_informative=5, n_samples=200, seed=0)
+    >>> model = OnlineSubstitutionRegressor(budget=5).fit(data.X, data.y)
+    >>> is_regressor(model), sorted(model.support_.tolist()) == sorted(data.true_support.tolist())
+    (True, True)
+    """
+    _parameter_constraints = {**OnlineSubstitution._parameter_constraints, "loss": [StrOptions({"squared"})]}
+
+    def __init__(self, budget=10, loss="squared", passes="auto", variant="exchange", fit_intercept=None, scale=None,
+                 step_size=None, step_divisor=1.0, decrease_check=True, decrease_constant=None, refit=True,
+                 random_state=0, trace_every=0, ridge=0.0):
+        super().__init__(budget=budget, loss=loss, passes=passes, variant=variant, fit_intercept=fit_intercept,
+                         scale=scale, step_size=step_size, step_divisor=step_divisor, decrease_check=decrease_check,
+                         decrease_constant=decrease_constant, refit=refit, random_state=random_state,
+                         trace_every=trace_every, ridge=ridge)
