@@ -113,7 +113,8 @@ def projected_rows(run, profile, costs: Costs):
                             machine=Machine(jitter=0.25), seed=0, nodes=nodes)
             found = set(int(f) for w in workers for f in w.selection()[0])
             run.unit({"part": "projected", "nodes": nodes, "per_node": per_node, "mode": mode, "q": q,
-                      "time_s": report.time_s, "speedup": sequential_s / report.time_s, "steps": report.steps, "pushes": report.pushes,
+                      "time_s": report.time_s, "speedup": sequential_s / report.time_s, "steps": report.steps,
+                      "pushes": report.pushes,
                       "utilization": report.central_utilization, "pushes_per_s": report.pushes / report.time_s,
                       "steps_per_s": report.steps / report.time_s, "candidate_recall": len(found & truth) / len(truth),
                       "capacity_pushes_per_s": 1.0 / costs.central_service_s})

@@ -241,7 +241,8 @@ def test_iter_rows_streams_exactly_the_requested_rows(tmp_path, which):
     for start, stop, chunk in ((0, 103, 1000), (10, 95, 17), (50, 51, 4), (103, 103, 5)):
         blocks = list(source.iter_rows(start, stop, chunk))
         assert all(b[0].shape[0] <= chunk for b in blocks)
-        got = np.vstack([b[0].toarray() if sp.issparse(b[0]) else b[0] for b in blocks]) if blocks else np.empty((0, 40))
+        got = (np.vstack([b[0].toarray() if sp.issparse(b[0]) else b[0] for b in blocks]) if blocks
+               else np.empty((0, 40)))
         np.testing.assert_allclose(got, X[start:stop].astype(np.float32))
         np.testing.assert_array_equal(np.concatenate([b[1] for b in blocks]) if blocks else [], y[start:stop])
     with pytest.raises(InputError, match="outside the 103 training rows"):

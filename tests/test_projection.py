@@ -101,7 +101,8 @@ def test_replay_runs_the_global_budget_as_under_mpi(problem):
     seq = OnlineSubstitution(budget=12, passes=2, refit=False).fit(d.X, d.y)
     for q in (1, 4):
         budgets = worker_budgets(12, q, "global")
-        workers = build_workers(d.X, d.y, get_loss("squared"), AsyOSPlan.build(d.X.shape[1], 12, q, budget_mode="global"),
+        plan = AsyOSPlan.build(d.X.shape[1], 12, q, budget_mode="global")
+        workers = build_workers(d.X, d.y, get_loss("squared"), plan,
                                 SubstitutionOptions(passes=2), 0)[0]
         central, threshold = Central(d.n_samples), GlobalThreshold(12, q, budgets[0])
         replay(workers, central, REAL, SimulatedClock(), threshold=threshold)

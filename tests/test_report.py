@@ -230,7 +230,8 @@ def test_the_automatic_trace_does_not_change_the_fit(tmp_path):
         assert [tuple(r.values()) for r in plain.selection_log_] == [tuple(r.values()) for r in traced.selection_log_]
     data = make_classification(n_features=300, n_informative=10, seed=4)
     plain = BudgetedARDA(budget=10, passes=3).fit(data.X, data.y)
-    traced = BudgetedARDA(budget=10, passes=3).fit(data.X, data.y, checkpoint=Checkpointer(str(tmp_path / "cp.pkl"), None))
+    checkpoint = Checkpointer(str(tmp_path / "cp.pkl"), None)
+    traced = BudgetedARDA(budget=10, passes=3).fit(data.X, data.y, checkpoint=checkpoint)
     assert np.array_equal(plain.coef_, traced.coef_) and len(traced.trace_["rows"]) >= 2
 
 

@@ -210,7 +210,8 @@ def test_dfls_resumes_after_a_phase_or_a_fista_iteration(direction, params, tmp_
         config = build_config({**flags, "output": output, "resume": resume}, {})
 
         def checkpointer(c):
-            made.append(Checkpointer(asyos.records.resume.checkpoint_path(c), None, asyos.records.resume.run_identity(c),
+            resume_module = asyos.records.resume
+            made.append(Checkpointer(resume_module.checkpoint_path(c), None, resume_module.run_identity(c),
                                      resume=resume, stop_after=stop_after))
             return made[-1]
         monkeypatch.setattr(asyos.records.resume, "checkpointer_for", checkpointer)

@@ -156,8 +156,9 @@ def test_bad_rows_and_labels_are_named_and_change_nothing(stream):
     with pytest.raises(InputError, match="numbers"):
         BudgetedARDA().learn_one({"a": "x"}, 1)
     assert model.n_samples_seen_ == seen
+    assert BudgetedARDA().predict_one(X[0]) is None                 # River's convention: None before learning
     with pytest.raises(NotFittedError, match="not fitted"):
-        BudgetedARDA().predict_one(X[0])
+        BudgetedARDA().predict(X[:1])
     with pytest.raises(InputError, match="numeric lam"):
         L1ARDA().learn_one(X[0], 1)
 

@@ -647,9 +647,9 @@ def project(task, settings, profile, costs, budget_mode="split", transport="mess
 
     sequential = {} if sequential is None else sequential
     if "run" not in sequential:
-        sequential["run"], sequential["trace"], sequential["recall"] = traced(1, lambda workers, central, clock:
-                                                                             sequential_time(workers[0], central,
-                                                                                             costs, clock, compiled=True))
+        def run_sequential(workers, central, clock):
+            return sequential_time(workers[0], central, costs, clock, compiled=True)
+        sequential["run"], sequential["trace"], sequential["recall"] = traced(1, run_sequential)
     out = {0: {"run_s": sequential["run"], "final_train_error": sequential["trace"]["train_error"][-1],
                "recall": sequential["recall"], "trace": sequential["trace"]}}
     for q in workers or profile["projected"]:

@@ -292,8 +292,8 @@ random_state, trace_every, ridge
     _parameter_constraints = {**OnlineSubstitution._parameter_constraints,
                               "loss": [StrOptions({"squared_hinge", "logistic"})]}
 
-    def __init__(self, budget=10, loss="squared_hinge", passes="auto", variant="exchange", fit_intercept=None, scale=None,
-                 step_size=None, step_divisor=1.0, decrease_check=True, decrease_constant=None, refit=True,
+    def __init__(self, budget=10, loss="squared_hinge", passes="auto", variant="exchange", fit_intercept=None,
+                 scale=None, step_size=None, step_divisor=1.0, decrease_check=True, decrease_constant=None, refit=True,
                  random_state=0, trace_every=0, ridge=0.0):
         super().__init__(budget=budget, loss=loss, passes=passes, variant=variant, fit_intercept=fit_intercept,
                          scale=scale, step_size=step_size, step_divisor=step_divisor, decrease_check=decrease_check,
