@@ -150,3 +150,33 @@ def test_the_small_n_profile(bench):
     assert bench.pick_profile(argparse.Namespace(small_n=False, quick=False, seeds=None)) == bench.PROFILES["paper"]
     with pytest.raises(SystemExit):
         bench.pick_profile(argparse.Namespace(small_n=True, quick=True, seeds=None))
+
+
+def test_draws_name_other_seeds_of_the_generated_sets_and_other_rows_of_the_subsamples(bench):
+    """``--draws N``: ``NAME~d`` is draw ``d`` (generator seed ``1000 (d - 1) + seed``, subsample seed ``d - 1``);
+    draw 1 is the set as listed; only the small-n sets have draws."""
+    assert bench.drawn(["genes-62x2000", "arcene"], 3) == ["genes-62x2000", "arcene", "genes-62x2000~2",
+                                                           "genes-62x2000~3"]
+    assert bench.split_draw("genes-62x2000~2") == ("genes-62x2000", 2) and bench.split_draw("arcene") == ("arcene", 1)
+    for bad in ("arcene~2", "genes-62x2000~1", "genes-62x2000~x"):
+        with pytest.raises(SystemExit, match="draws"):
+            bench.split_draw(bad)
+    first, second = bench.load(None, "genes-62x2000")[:2], bench.load(None, "genes-62x2000~2")[:2]
+    again = bench.gene_expression(**{**bench.GENES["genes-62x2000"], "seed": 1062})
+    assert first[0].shape == second[0].shape and not np.array_equal(first[0], second[0])
+    np.testing.assert_array_equal(second[0], again[0])
+    assert "draw 2 (seed 1062)" in bench.load(None, "genes-62x2000~2")[2]
+    assert bench.task_of("genes-62x2000~2") == "classification" and bench.task_of("cpu_act") == "regression"
+
+
+def test_the_standing_counts_the_cells_where_a_method_is_at_or_above_the_best_other_peer(bench):
+    def cell(**scores):
+        return {m: {"mean": v} for m, v in scores.items()}
+    summary = {"a": {"task": "classification", "ks": [10], "results": {"10": {"methods": cell(
+                   os=0.8, abess=0.7, **{"l1+refit": 0.75, "kbest+refit": 0.6})}}},
+               "b": {"task": "classification", "ks": [10], "results": {"10": {"methods": cell(
+                   os=0.5, abess=0.7, **{"l1+refit": 0.6, "kbest+refit": 0.65})}}}}
+    table = bench.standing(summary, ["os", "abess", "l1+refit", "kbest+refit"])["classification"]["all"]
+    assert table["os"]["cells"] == 2 and table["os"]["mean"] == pytest.approx(0.65)
+    assert table["os"]["at_or_above_best_peer"] == 1 and table["os"]["mean_gap"] == pytest.approx((0.05 - 0.2) / 2)
+    assert table["abess"]["at_or_above_best_peer"] == 1                   # b: 0.7 against the others' 0.65
