@@ -36,6 +36,15 @@ def test_verbose_writes_lines_naming_done_and_total(fast_lines, capsys):
     assert any("ETA " in ln for ln in lines)
 
 
+def test_auto_passes_say_when_the_pass_ends(fast_lines, capsys):
+    """With passes until the selection is stable there is no total, so no ETA: the line says when the current
+    pass ends instead (the time left the user can be given)."""
+    assert main(["--n-features", "20000", "--n-informative", "20", "--seed", "3", "-v"]) == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("asyos: os: ")]
+    assert lines and all("ETA" not in ln for ln in lines)
+    assert any(re.search(r"pass ends in [0-9.]+ s", ln) for ln in lines), lines
+
+
 def test_default_and_quiet_write_none_when_stderr_is_not_a_terminal(fast_lines, capsys):
     assert main(SMALL) == 0
     captured = capsys.readouterr()

@@ -16,7 +16,8 @@ ranks share one stderr, and ``logging`` already gives an embedding application t
 A learner's loop polls ``checkpoint.poll(kind, capture, progress)`` at consistent points; the
 ``progress()`` dicts may carry, besides what a stopped run reports (``RunInterrupted.progress``),
 entries for the line only, whose names start with ``_``: ``_done``, ``_total`` (``None``:
-unknown), ``_unit`` and ``_objective``. ``progress()`` is called only when a line is written (or a
+unknown), ``_pass_left`` (with no total: what is left of the current pass, for "pass ends in N s"),
+``_unit`` and ``_objective``. ``progress()`` is called only when a line is written (or a
 checkpoint saved), so an objective computed there costs nothing between lines.
 ``ProgressPoller`` is a poller with the ``Checkpointer``'s interface that only reports (runs
 without ``--output``).
@@ -95,6 +96,7 @@ class Progress:
     def phase(self, what: str, total: Optional[float], unit: str, done: float = 0) -> None:
         """Start counting another piece of work (its own rate and ETA)."""
         self.what, self.total, self.unit = what, total, unit
+        self.pass_left = None             # work left in the current pass when the total is not known
         self.done = self._done0 = done
         self.start = time.monotonic()
         self._next = self.start + self.first if self.enabled else math.inf
@@ -138,6 +140,7 @@ class Progress:
             return
         if "_total" in state:
             self.total = state["_total"]
+        self.pass_left = state.get("_pass_left")
         if "_unit" in state:
             self.unit = state["_unit"]
         counted = f"{_number(self.done)} of {_number(self.total)}" if self.total else None
@@ -163,6 +166,9 @@ class Progress:
                 parts.append(f"{rate:.3g} {self.unit}/s" if rate < 100 else f"{rate:.0f} {self.unit}/s")
                 if self.total and self.total > self.done:
                     parts.append(f"ETA {_seconds((self.total - self.done) / rate)}")
+                elif not self.total and self.pass_left:     # passes until the selection is stable: this one's end
+                    left = self.pass_left / rate
+                    parts.append(f"pass ends in {left:.1f} s" if left < 10 else f"pass ends in {_seconds(left)}")
         if objective is not None:
             parts.append(f"objective {float(objective):.6g}")
         parts.append(_seconds(now - self.created))

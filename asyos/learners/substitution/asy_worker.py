@@ -151,7 +151,8 @@ class Worker:
         n_local = self.shard.n_local
         return {"steps": self.steps, "pass": self._pass + 1, "features offered": f"{self._pos}/{n_local}",
                 "_done": min(self._pass, self.passes) * n_local + self._pos,
-                "_total": None if self.auto_passes else self.passes * n_local, "_unit": "feature visits"}
+                "_total": None if self.auto_passes else self.passes * n_local, "_unit": "feature visits",
+                "_pass_left": n_local - self._pos if self.auto_passes else None}
 
     @staticmethod
     def expected_steps(shard, passes) -> int:
