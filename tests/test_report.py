@@ -266,3 +266,22 @@ def test_no_picture_flag_and_environment(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv(report.PICTURE_ENV, "0")
     status, out, _ = run_cli([*SMALL, "--output", str(tmp_path / "b")], capsys)
     assert status == 0 and "picture:" not in out and not (tmp_path / "b" / "run.png").exists()
+
+
+def test_the_progress_panel_marks_the_final_models_test_score():
+    """Where the run has a test split, the objective panel marks the final model's test error beside the
+    training curve; without one it does not."""
+    plt = report._pyplot()
+    record = {"problem": {"loss": "squared_hinge"}, "metrics": {"test_error": 0.125},
+              "trace": {"wall_s": [0.1, 0.2, 0.3], "objective": [1.0, 0.5, 0.4], "train_error": [0.3, 0.2, 0.1],
+                        "every": "auto"}}
+    fig, ax = plt.subplots()
+    try:
+        report._progress(ax, record, "wall_s", "seconds")
+        labels = [line.get_label() for other in fig.axes for line in other.get_lines()]
+        assert "test error rate of the final model 0.125" in labels
+        fig2, ax2 = plt.subplots()
+        report._progress(ax2, {**record, "metrics": {}}, "wall_s", "seconds")
+        assert not any("test" in line.get_label() for other in fig2.axes for line in other.get_lines())
+    finally:
+        plt.close("all")

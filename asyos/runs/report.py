@@ -209,6 +209,14 @@ def _progress(ax, record, x_key, x_label):
     twin = ax.twinx()
     twin.plot(x, error, color="tab:orange", linestyle="--", label=_error_name(record))
     twin.set_ylabel(_error_name(record), color="tab:orange")
+    test = (record.get("metrics") or {}).get("test_error")
+    if test is not None and x.size:             # the final model's score on the test split, where there is one
+        name = _error_name(record).replace("train", "test")
+        twin.plot([x[-1]], [test], color="tab:red", marker="*", markersize=10, linestyle="none",
+                  label=f"{name} of the final model {_g(test)}")
+        twin.annotate(f"test {_g(test)}", (x[-1], test), textcoords="offset points", xytext=(-8, 6),
+                      ha="right", fontsize=7, color="tab:red")
+        error = np.append(error, test)          # the axis' range and scale take it in
     finite = error[np.isfinite(error)]
     if finite.size > 1 and finite.min() > 0 and finite.max() > 10 * finite.min():
         twin.set_yscale("log")
