@@ -418,3 +418,32 @@ def test_flat_buffers_round_trip_and_add():
     assert summed.n_seen == 60
     for name in ("xx", "xy", "mean_x"):
         assert np.allclose(getattr(summed.standardize(), name), getattr(both.standardize(), name), rtol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [OLSThreshold, OFSA, OLasso, OElasticNet, OMCP], ids=lambda c: c.__name__)
+def test_every_running_averages_learner_forgets_by_batch_when_asked(cls):
+    """forget_by is every learner's parameter (it was OLSThreshold's alone, so --param forget_by=batch failed for
+    the others): batches forget as RunningAverages(..., forget_by="batch") does."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 6))
+    y = X[:, 0] + 0.1 * rng.standard_normal(60)
+    model = cls(budget=2, forgetting=0.2, forget_by="batch")
+    for part in (slice(0, 20), slice(20, 40), slice(40, 60)):
+        model.partial_fit(X[part], y[part])
+    expected = RunningAverages(6, 0.2, "batch")
+    for part in (slice(0, 20), slice(20, 40), slice(40, 60)):
+        expected.update(X[part], y[part])
+    np.testing.assert_array_equal(model.stats_.mean_x, expected.mean_x)
+    assert cls(budget=2).get_params()["forget_by"] == "sample"
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: OFSA(budget=2, forgetting=1.0),
+     "'forgetting' parameter of OFSA must be a float in the range \\(0.0, 1.0\\)"),
+    (lambda: OElasticNet(budget=2, l1_ratio=0.0), "'l1_ratio' parameter of OElasticNet must be a float in the range "
+                                                  "\\(0.0, 1.0\\]"),
+])
+def test_parameters_that_would_fail_inside_the_fit_are_refused_first(make, message):
+    X = np.random.default_rng(0).standard_normal((30, 4))
+    with pytest.raises(InputError, match=message):
+        make().fit(X, X[:, 0])

@@ -537,3 +537,13 @@ def test_every_learner_names_its_tuning_grid(cls):
     for name, how in cls.tuned_parameters.items():
         expected = [1.0 / v for v in ECML_GRID] if how == "inverse" else list(ECML_GRID)
         assert grid[name] == expected
+
+
+def test_sofs_gamma_is_checked_before_the_fit():
+    """gamma divides the confidence update: 0 raised ZeroDivisionError inside the fit, a string a bare
+    ValueError; both are parameter errors now."""
+    from asyos import SOFS
+    X = np.random.default_rng(0).standard_normal((20, 4))
+    for gamma in (0, -1.0, "x"):
+        with pytest.raises(InputError, match="'gamma' parameter of SOFS"):
+            SOFS(budget=2, gamma=gamma).fit(X, np.sign(X[:, 0]))

@@ -33,7 +33,8 @@ class RunningAveragesSelector(BudgetedSelector):
     """Shared face; subclasses name the extractor (``_extract_path``) and its parameters."""
 
     method = ""
-    _parameter_constraints = {"budget": BUDGET, "task": [StrOptions(set(TASKS))], "forgetting": [positive(), None],
+    _parameter_constraints = {"budget": BUDGET, "task": [StrOptions(set(TASKS))],
+                              "forgetting": [unit(closed="neither"), None],
                               "ridge": [non_negative(), StrOptions({"auto"})], "refit": BOOLEAN,
                               "forget_by": [StrOptions({"sample", "batch"})]}
 
@@ -248,8 +249,9 @@ class OFSA(RunningAveragesSelector):
         ``y`` holds two classes and predicts them.
     forgetting : float or None, default=None
         A rate ``alpha`` in (0, 1): averages that forget, each sample one term (eq. 3.11,
-        ``alpha_n = max(alpha, 1/(n+1))``); ``None``: plain averages. (``forget_by`` is
-        ``OLSThreshold``'s only: here it is always ``"sample"``.)
+        ``alpha_n = max(alpha, 1/(n+1))``); ``None``: plain averages.
+    forget_by : {"sample", "batch"}, default="sample"
+        With ``forgetting``: each sample is one term of eq. 3.11, or each ``partial_fit`` batch is.
     ridge : float or "auto", default="auto"
         The ridge (>= 0) of the refit (eq. 3.6), on the standardized data; ``"auto"``: 0.05 when the
         (effective) number of samples is at most ``k``, else 0.
@@ -308,8 +310,8 @@ class OFSA(RunningAveragesSelector):
     method = "ofsa"
 
     def __init__(self, budget=10, task="regression", forgetting=None, ridge="auto", refit=True, n_iter=200,
-                 warm_up=15, mu=10.0, momentum=0.9, step="auto"):
-        super().__init__(budget, task, forgetting, ridge, refit)
+                 warm_up=15, mu=10.0, momentum=0.9, step="auto", forget_by="sample"):
+        super().__init__(budget, task, forgetting, ridge, refit, forget_by=forget_by)
         self.n_iter = n_iter
         self.warm_up = warm_up
         self.mu = mu
@@ -329,8 +331,8 @@ class _Penalized(RunningAveragesSelector):
     penalty = ""
 
     def __init__(self, budget=10, task="regression", forgetting=None, ridge="auto", refit=True, exact=True,
-                 max_steps=100, tol=1e-7, max_sweeps=100_000):
-        super().__init__(budget, task, forgetting, ridge, refit)
+                 max_steps=100, tol=1e-7, max_sweeps=100_000, forget_by="sample"):
+        super().__init__(budget, task, forgetting, ridge, refit, forget_by=forget_by)
         self.exact = exact
         self.max_steps = max_steps
         self.tol = tol
@@ -338,7 +340,7 @@ class _Penalized(RunningAveragesSelector):
 
     _parameter_constraints = {**RunningAveragesSelector._parameter_constraints, "exact": BOOLEAN,
                               "max_steps": [count(1)], "max_sweeps": [count(1)], "tol": [positive()],
-                              "l1_ratio": [unit()], "gamma": [Interval(Real, 1, None, closed="neither")]}
+                              "l1_ratio": [unit(closed="right")], "gamma": [Interval(Real, 1, None, closed="neither")]}
 
     def _penalty_params(self):
         return {}
@@ -366,8 +368,9 @@ class OLasso(_Penalized):
         ``y`` holds two classes and predicts them.
     forgetting : float or None, default=None
         A rate ``alpha`` in (0, 1): averages that forget, each sample one term (eq. 3.11,
-        ``alpha_n = max(alpha, 1/(n+1))``); ``None``: plain averages. (``forget_by`` is
-        ``OLSThreshold``'s only: here it is always ``"sample"``.)
+        ``alpha_n = max(alpha, 1/(n+1))``); ``None``: plain averages.
+    forget_by : {"sample", "batch"}, default="sample"
+        With ``forgetting``: each sample is one term of eq. 3.11, or each ``partial_fit`` batch is.
     ridge : float or "auto", default="auto"
         The ridge (>= 0) of the refit (eq. 3.6), on the standardized data; ``"auto"``: 0.05 when the
         (effective) number of samples is at most ``k``, else 0.
@@ -442,8 +445,9 @@ class OElasticNet(_Penalized):
         ``y`` holds two classes and predicts them.
     forgetting : float or None, default=None
         A rate ``alpha`` in (0, 1): averages that forget, each sample one term (eq. 3.11,
-        ``alpha_n = max(alpha, 1/(n+1))``); ``None``: plain averages. (``forget_by`` is
-        ``OLSThreshold``'s only: here it is always ``"sample"``.)
+        ``alpha_n = max(alpha, 1/(n+1))``); ``None``: plain averages.
+    forget_by : {"sample", "batch"}, default="sample"
+        With ``forgetting``: each sample is one term of eq. 3.11, or each ``partial_fit`` batch is.
     ridge : float or "auto", default="auto"
         The ridge (>= 0) of the refit (eq. 3.6), on the standardized data; ``"auto"``: 0.05 when the
         (effective) number of samples is at most ``k``, else 0.
@@ -503,8 +507,8 @@ class OElasticNet(_Penalized):
     method, penalty = "oelnet", "elnet"
 
     def __init__(self, budget=10, task="regression", forgetting=None, ridge="auto", refit=True, exact=True,
-                 max_steps=100, tol=1e-7, max_sweeps=100_000, l1_ratio=0.5):
-        super().__init__(budget, task, forgetting, ridge, refit, exact, max_steps, tol, max_sweeps)
+                 max_steps=100, tol=1e-7, max_sweeps=100_000, l1_ratio=0.5, forget_by="sample"):
+        super().__init__(budget, task, forgetting, ridge, refit, exact, max_steps, tol, max_sweeps, forget_by)
         self.l1_ratio = l1_ratio
 
     def _penalty_params(self):
@@ -527,8 +531,9 @@ class OMCP(_Penalized):
         ``y`` holds two classes and predicts them.
     forgetting : float or None, default=None
         A rate ``alpha`` in (0, 1): averages that forget, each sample one term (eq. 3.11,
-        ``alpha_n = max(alpha, 1/(n+1))``); ``None``: plain averages. (``forget_by`` is
-        ``OLSThreshold``'s only: here it is always ``"sample"``.)
+        ``alpha_n = max(alpha, 1/(n+1))``); ``None``: plain averages.
+    forget_by : {"sample", "batch"}, default="sample"
+        With ``forgetting``: each sample is one term of eq. 3.11, or each ``partial_fit`` batch is.
     ridge : float or "auto", default="auto"
         The ridge (>= 0) of the refit (eq. 3.6), on the standardized data; ``"auto"``: 0.05 when the
         (effective) number of samples is at most ``k``, else 0.
@@ -587,8 +592,8 @@ class OMCP(_Penalized):
     method, penalty = "omcp", "mcp"
 
     def __init__(self, budget=10, task="regression", forgetting=None, ridge="auto", refit=True, exact=True,
-                 max_steps=100, tol=1e-7, max_sweeps=100_000, gamma=3.0):
-        super().__init__(budget, task, forgetting, ridge, refit, exact, max_steps, tol, max_sweeps)
+                 max_steps=100, tol=1e-7, max_sweeps=100_000, gamma=3.0, forget_by="sample"):
+        super().__init__(budget, task, forgetting, ridge, refit, exact, max_steps, tol, max_sweeps, forget_by)
         self.gamma = gamma
 
     def _penalty_params(self):

@@ -193,6 +193,8 @@ class SOFS(SampleStreamLearner):
     [-1.0, 1.0]
     """
 
+    _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "gamma": [positive()]}
+
     algorithm_name = "sofs"
     tuned_parameters = {"gamma": "inverse"}
     tasks = ("classification",)
