@@ -10,9 +10,11 @@ Public API (imported on first use, so that ``import asyos`` stays light)::
     from asyos import DFLS
     from asyos import make_regression, make_classification, load_dataset
 """
+import sys
+
 from . import _env  # noqa: F401  (must run before numpy is imported)
 
-if __import__("sys").argv[:1] == ["-m"] and _env.launched_by_mpi():    # `mpiexec ... python -m asyos[.run]`
+if sys.argv[:1] == ["-m"] and _env.launched_by_mpi():    # `mpiexec ... python -m asyos[.run]`
     from .distributed.supervisor import note_early_stops                # starting: a Ctrl-C is a stop request
     note_early_stops()
 

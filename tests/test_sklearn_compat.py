@@ -65,9 +65,15 @@ EXPECTED_FAILURES: dict[tuple[str, str], str] = {
 }
 
 
-def expected_failures(estimator):
-    name = type(estimator).__name__
-    return {check: reason for (cls, check), reason in EXPECTED_FAILURES.items() if cls == name}
+def failures_of(table):
+    """``expected_failed_checks`` for ``parametrize_with_checks``: an estimator's rows of ``table``."""
+    def failures(estimator):
+        name = type(estimator).__name__
+        return {check: reason for (cls, check), reason in table.items() if cls == name}
+    return failures
+
+
+expected_failures = failures_of(EXPECTED_FAILURES)
 
 
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failures)
@@ -94,12 +100,7 @@ DEFAULTS = [spec.estimator_class() for spec in all_algorithms() if spec.family !
 DEFAULTS += [AsyncSampleStream(BudgetedARDA()), OnlineSubstitutionClassifier(), OnlineSubstitutionRegressor()]
 
 
-def default_failures(estimator):
-    name = type(estimator).__name__
-    return {check: reason for (cls, check), reason in DEFAULT_FAILURES.items() if cls == name}
-
-
-@parametrize_with_checks(DEFAULTS, expected_failed_checks=default_failures)
+@parametrize_with_checks(DEFAULTS, expected_failed_checks=failures_of(DEFAULT_FAILURES))
 def test_scikit_learn_checks_on_the_defaults(estimator, check):
     check(estimator)
 

@@ -11,11 +11,15 @@ from ..data.sparse import issparse
 from ..errors import InputError
 
 
-def check_budget(budget, n_features):
+def _check_budget_value(budget) -> None:
     if not isinstance(budget, numbers.Integral) or isinstance(budget, bool):
         raise InputError(f"budget must be an integer; got {budget!r}")
     if budget < 1:
         raise InputError(f"budget must be at least 1; got {budget}")
+
+
+def check_budget(budget, n_features):
+    _check_budget_value(budget)
     if budget > n_features:
         raise InputError(f"budget {budget} is larger than the number of features (n_features = {n_features})")
 
@@ -26,10 +30,7 @@ def effective_budget(budget, n_features):
     (its checks fit every estimator on 2-5 features); ``None`` stays ``None`` (no budget: an l1 weight)."""
     if budget is None:
         return None
-    if not isinstance(budget, numbers.Integral) or isinstance(budget, bool):
-        raise InputError(f"budget must be an integer; got {budget!r}")
-    if budget < 1:
-        raise InputError(f"budget must be at least 1; got {budget}")
+    _check_budget_value(budget)
     if budget > n_features:
         import warnings
         warnings.warn(f"budget={budget} is greater than n_features={n_features}: all the features are kept",

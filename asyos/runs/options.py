@@ -230,6 +230,10 @@ def family_of(config) -> str:
     return get_algorithm(config.algorithm).family
 
 
+def _one_of(flag, names):
+    return lambda v: None if v in names() else f"unknown {flag} {v!r}; choose one of: {', '.join(names())}"
+
+
 def _variants():
     from ..learners.substitution.substitution import VARIANTS
     return VARIANTS
@@ -239,8 +243,7 @@ SUBSTITUTION = Options("substitution", "Online Substitution (os, asy-os)", (
     _opt("variant", str, "exchange", "OS / Asy-OS: exchange (default: intercept, scaled columns, Newton weights for "
                                      "newcomers, substitutions that must lower the loss, features visited by marginal "
                                      "gain) or kdd16 (KDD'16 Alg. 1-3 literally)",
-         check=lambda v: None if v in _variants() else
-         f"unknown --variant {v!r}; choose one of: {', '.join(_variants())}"),
+         check=_one_of("--variant", _variants)),
     _opt("fit_intercept", bool, None, "OS: fit an unpenalised intercept (default with --variant exchange; "
                                       "--no-intercept drops it)", optional=True, negatable=True, flag_name="intercept"),
     _opt("step_size", float, None, "eta (default 0.5 / L_F estimated from the data)", optional=True, above=0),
@@ -284,10 +287,6 @@ def _schedules():
 def _shardings():
     from ..data.sharding import SHARDING_SCHEMES
     return SHARDING_SCHEMES
-
-
-def _one_of(flag, names):
-    return lambda v: None if v in names() else f"unknown {flag} {v!r}; choose one of: {', '.join(names())}"
 
 
 PARALLEL = Options("parallel", "parallel execution (Asy-OS under mpiexec; --simulate: Asy-OS or a sample-stream "

@@ -9,20 +9,27 @@ incremental models. River is imported when this is called, not before (it is the
 """
 from __future__ import annotations
 
+import functools
+
 
 def to_river(learner):
     """``learner`` as a River classifier (a classification loss) or regressor (``squared``); the wrapper's
     ``learner`` attribute is the learner itself, which it updates in place."""
-    from river import base
     from ...errors import InputError
     task = learner._task() if hasattr(learner, "_task") else None
     if task not in ("classification", "regression"):
         raise InputError(f"to_river needs a learner whose loss names its task; {type(learner).__name__} has "
                          f"loss {getattr(learner, 'loss', None)!r}")
+    return _wrapper(task)(learner)
 
-    class Learner(base.Classifier if task == "classification" else base.Regressor):
-        __doc__ = f"{type(learner).__name__} as a River {task} model."
 
+@functools.cache
+def _wrapper(task):
+    """The River class of ``task``'s learners, made once (River is imported here) and kept at this module's
+    top level by its name, so that a wrapped learner pickles."""
+    from river import base
+
+    class Wrapper(base.Classifier if task == "classification" else base.Regressor):
         def __init__(self, learner):
             self.learner = learner
 
@@ -36,5 +43,9 @@ def to_river(learner):
             def predict_proba_one(self, x, **kwargs):
                 return self.learner.predict_proba_one(x)
 
-    Learner.__name__ = Learner.__qualname__ = f"River{type(learner).__name__}"
-    return Learner(learner)
+    name = "RiverClassifier" if task == "classification" else "RiverRegressor"
+    Wrapper.__name__ = Wrapper.__qualname__ = name
+    Wrapper.__module__ = __name__
+    Wrapper.__doc__ = f"A sample-stream learner as a River {task} model (``to_river``)."
+    globals()[name] = Wrapper
+    return Wrapper

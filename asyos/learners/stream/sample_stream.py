@@ -319,9 +319,7 @@ class SampleStreamLearner(BudgetedSelector):
         ``0.0`` for a regressor."""
         if self.__dict__.get("_state") is None:
             return None if self._task() == "classification" else 0.0
-        one = self._one_row(x, learn=False)
-        n = one.indptr[1]
-        u = float(one.val[:n] @ self.coef_[one.idx[:n]])
+        u, one = self._decision_one(x)
         return self.classes_[int(u >= 0.0)] if one.classification else u
 
     def predict_proba_one(self, x):
@@ -333,12 +331,17 @@ class SampleStreamLearner(BudgetedSelector):
                                  f"probabilities")
         if self.__dict__.get("_state") is None:
             return {}
-        one = self._one_row(x, learn=False)
-        n = one.indptr[1]
-        u = float(one.val[:n] @ self.coef_[one.idx[:n]])
+        u, _ = self._decision_one(x)
         p = 1.0 / (1.0 + math.exp(-u)) if self._loss_name() == "logistic" else float(u >= 0.0)
         low, high = (c.item() if hasattr(c, "item") else c for c in self.classes_)    # numpy scalars: Python's
         return {low: 1.0 - p, high: p}
+
+    def _decision_one(self, x):
+        """``(u, row)``: ``u = x . coef_`` for one sample ``x`` as ``learn_one`` takes it (dict names not
+        learned count as zeros), and the one-row buffers it was read into (their ``classification``)."""
+        one = self._one_row(x, learn=False)
+        n = one.indptr[1]
+        return float(one.val[:n] @ self.coef_[one.idx[:n]]), one
 
     def _encode_label(self, y, one):
         """The label as the loss takes it: a classifier's as -1/+1 through ``classes_`` (set by the
