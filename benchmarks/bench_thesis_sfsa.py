@@ -76,6 +76,11 @@ def _common(profile, seed):
     return {"budget": profile["k"], "passes": 1, "scale": None, "random_state": seed}
 
 
+def _paper(profile, seed):
+    """The thesis' online models: no refit of the kept features at the end of fit (``refit=False``)."""
+    return {**_common(profile, seed), "refit": False}
+
+
 def _mb(profile):
     return {"batch_size": profile["batch_size"]}
 
@@ -83,27 +88,27 @@ def _mb(profile):
 # name -> (profile, L, seed) -> learner; L = 1 + alpha^2 p
 LEARNERS = {
     "regression": {
-        "SFSA": lambda pr, L, s: SFSA(eta=1.0 / L, loss="squared", **_mb(pr), **_common(pr, s)),
+        "SFSA": lambda pr, L, s: SFSA(eta=1.0 / L, loss="squared", **_mb(pr), **_paper(pr, s)),
         "SFSA-AG": lambda pr, L, s: SFSA(eta=0.3 / L, method="nesterov", loss="squared", **_mb(pr),
-                                         **_common(pr, s)),
-        "TSGD": lambda pr, L, s: TSGD(eta=1.0 / L, truncate="end", loss="squared", **_mb(pr), **_common(pr, s)),
-        "OPG": lambda pr, L, s: OPG(eta=1.0 / L, loss="squared", **_common(pr, s)),
-        "RDA": lambda pr, L, s: RDA(gamma=L, loss="squared", **_common(pr, s)),
+                                         **_paper(pr, s)),
+        "TSGD": lambda pr, L, s: TSGD(eta=1.0 / L, truncate="end", loss="squared", **_mb(pr), **_paper(pr, s)),
+        "OPG": lambda pr, L, s: OPG(eta=1.0 / L, loss="squared", **_paper(pr, s)),
+        "RDA": lambda pr, L, s: RDA(gamma=L, loss="squared", **_paper(pr, s)),
     },
     "classification": {
-        "SFSA": lambda pr, L, s: SFSA(eta=3.0 / L, loss="squared_hinge", **_mb(pr), **_common(pr, s)),
+        "SFSA": lambda pr, L, s: SFSA(eta=3.0 / L, loss="squared_hinge", **_mb(pr), **_paper(pr, s)),
         "SFSA-AG": lambda pr, L, s: SFSA(eta=0.6 / L, method="nesterov", loss="squared_hinge", **_mb(pr),
-                                         **_common(pr, s)),
+                                         **_paper(pr, s)),
         "SFSA-Adam": lambda pr, L, s: SFSA(eta=1e-3, method="adam", loss="squared_hinge", **_mb(pr),
-                                           **_common(pr, s)),
+                                           **_paper(pr, s)),
         "TSGD": lambda pr, L, s: TSGD(eta=1.0 / L, truncate="end", loss="squared_hinge", **_mb(pr),
-                                      **_common(pr, s)),
+                                      **_paper(pr, s)),
         "FOFS": lambda pr, L, s: OFS(eta=0.01, lam=0.01, loss="hinge", **_common(pr, s)),
         "SOFS": lambda pr, L, s: SOFS(gamma=1.0, loss="hinge", **_common(pr, s)),
-        "OPG": lambda pr, L, s: OPG(eta=1.0 / L, lam2=0.01, loss="squared_hinge", **_common(pr, s)),
-        "RDA": lambda pr, L, s: RDA(gamma=L, lam2=0.01, loss="squared_hinge", **_common(pr, s)),
+        "OPG": lambda pr, L, s: OPG(eta=1.0 / L, lam2=0.01, loss="squared_hinge", **_paper(pr, s)),
+        "RDA": lambda pr, L, s: RDA(gamma=L, lam2=0.01, loss="squared_hinge", **_paper(pr, s)),
         "TSGD-every": lambda pr, L, s: TSGD(eta=1.0 / L, truncate="every", loss="squared_hinge", **_mb(pr),
-                                            **_common(pr, s)),
+                                            **_paper(pr, s)),
     },
 }
 METRIC = {"regression": "rmse", "classification": "auc"}

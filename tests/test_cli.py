@@ -80,9 +80,12 @@ def test_simulated_transports_from_the_cli(tmp_path, args, transport, push_mode)
 
 @pytest.mark.parametrize("algorithm", ["proj-gd", "lasso"])
 def test_baselines_from_the_cli(algorithm):
-    rc, out, err = run(*SMALL, "--algorithm", algorithm, "--synthetic", "classification")
+    rc, out, err = run(*[a for a in SMALL if a not in ("--passes", "2")], "--algorithm", algorithm,
+                       "--synthetic", "classification")
     assert rc == 0, err
     assert f"{algorithm} (sequential)" in out and "test error rate" in out
+    rc, out, err = run(*SMALL, "--algorithm", algorithm)        # it has no scans: refused, no longer ignored
+    assert rc == 2 and "--passes applies to Online Substitution and the sample-stream learners" in err
 
 
 def test_config_file(tmp_path):
@@ -144,9 +147,12 @@ BAD = [
     (["--ridge", "-0.1"], "--ridge must be a finite number >= 0"),
     (["--ridge", "0.5", "--variant", "kdd16"], "--ridge is part of the exchange variant"),
     (["--algorithm", "proj-gd", "--ridge", "0.5"], "--ridge applies to Online Substitution"),
+    (["--algorithm", "dfls", "--simulate"], "--simulate applies to parallel execution"),      # was ignored
+    (["--algorithm", "lasso", "--workers", "3"], "--workers applies to parallel execution"),
     (["--scale", "maxabs"], "--scale maxabs is the sample-stream learners'"),
     (["--algorithm", "b-arda", "--scale", "standard"], "--scale standard is Online Substitution's"),
-    (["--algorithm", "proj-gd", "--variant", "kdd16"], "--variant and --intercept/--no-intercept apply to"),
+    (["--algorithm", "proj-gd", "--variant", "kdd16"],
+     "--variant applies to Online Substitution (os, asy-os); 'proj-gd' does not take it"),
     (["--config", "{d}/missing.toml"], "config file"),
     (["--n-informative", "50", "--n-features", "20"], "larger than --n-features"),
     (["--output", "/proc/asyos-out"], "cannot create output directory"),

@@ -68,7 +68,7 @@ def test_bad_dfls_input_is_named(args, message):
 
 def test_dfls_flags_belong_to_dfls():
     rc, out, err = run("--add-features", "3")
-    assert rc == 2 and "--add-features goes with --algorithm dfls" in err
+    assert rc == 2 and "--add-features applies to dynamic feature space" in err and "'os' does not take it" in err
 
 
 def test_block_specifications():

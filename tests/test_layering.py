@@ -17,8 +17,6 @@ import ast
 import os
 import textwrap
 
-import pytest
-
 PACKAGE = "asyos"
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), PACKAGE)
 CLI = "asyos.cli.run"

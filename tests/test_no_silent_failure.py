@@ -161,7 +161,7 @@ def test_a_diverging_default_step_is_reduced_with_a_warning(cls, large_rows):
     # training R^2 of about -5e64, which the "auto" rule counts as diverged (BLOW_UP)
     X, y = large_rows
     name = cls.step_parameter
-    former = cls(budget=5, lam=1e-2, passes=5, **{name: cls.auto_start})       # the former default, given
+    former = cls(budget=5, lam=1e-2, passes=5, refit=False, **{name: cls.auto_start})   # the former default
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SelectionWarning)

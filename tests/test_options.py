@@ -69,7 +69,7 @@ def test_a_non_finite_number_is_refused_for_every_float_option():
 def test_a_family_rule_refuses_a_combination():
     with pytest.raises(InputError, match="--cap goes with --budget-mode global"):
         RunConfig(cap=3, budget_mode="split").validated()
-    with pytest.raises(InputError, match="--group-size goes with --algorithm dfls"):
+    with pytest.raises(InputError, match="--group-size applies to dynamic feature space .*; 'os' does not take it"):
         RunConfig(group_size=2).validated()
     RunConfig(algorithm="dfls", group_size=2).validated()
 

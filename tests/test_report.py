@@ -285,3 +285,36 @@ def test_the_progress_panel_marks_the_final_models_test_score():
         assert not any("test" in line.get_label() for other in fig2.axes for line in other.get_lines())
     finally:
         plt.close("all")
+
+
+def _modes():
+    from asyos.registry import all_algorithms
+    for spec in all_algorithms():
+        task = "regression" if spec.tasks == ("regression",) else "classification"
+        yield pytest.param(spec.name, task, False, id=spec.name)
+        if spec.family in ("substitution", "stream"):
+            yield pytest.param(spec.name, task, True, id=f"{spec.name}-simulated")
+
+
+@pytest.mark.parametrize("algorithm, task, simulated", list(_modes()))
+def test_every_algorithm_and_mode_draws_its_picture_with_the_summarys_time(algorithm, task, simulated, tmp_path,
+                                                                           capsys):
+    """Each kind of run the command line makes draws its picture, ``python -m asyos.report`` redraws it,
+    and the picture's time line is the summary's (the title printed the fit's own clock before)."""
+    args = ["--algorithm", algorithm, "--synthetic", task, "--n-samples", "300", "--n-features", "60",
+            "--n-informative", "4", "--output", str(tmp_path)]
+    if algorithm != "dfls":                 # its model is set by its l1 weight, not a budget
+        args += ["--budget", "4"]
+    if simulated:
+        args += ["--simulate", "--workers", "3"]
+    status, out, err = run_cli(args, capsys)
+    assert status == 0, err
+    assert f"  picture: {tmp_path / 'run.png'}" in out and "no picture" not in out + err
+    assert_png(tmp_path / "run.png")
+    record, _ = report.read_run(str(tmp_path))
+    time_lines = [line.strip() for line in out.splitlines() if line.strip().startswith("time ")]
+    assert len(time_lines) == 1
+    assert report.title(record).splitlines()[-1] in time_lines[0]      # DFLS adds what its fitting covers
+    (tmp_path / "run.png").unlink()
+    assert report_command([str(tmp_path)]) == 0
+    assert_png(tmp_path / "run.png")

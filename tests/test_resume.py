@@ -325,6 +325,25 @@ def test_a_signal_caught_inside_a_callback_from_c_is_raised_once_back_in_python(
         StopSignals.uninstall()
 
 
+def test_a_stack_that_starts_in_an_import_is_a_callback_from_c():
+    """An import that C code started has importlib's frame outermost; what a handler raises there is
+    printed by C and dropped, so the signal is delivered again instead. An import from Python code has
+    the importing frame below it and is not."""
+    from types import SimpleNamespace as F
+    from asyos.records.checkpoint import in_foreign_callback
+
+    def stack(*files):                     # outermost first
+        frame = None
+        for name in files:
+            frame = F(f_code=F(co_filename=name), f_back=frame)
+        return frame
+    handler = "/x/asyos/records/checkpoint.py"
+    assert in_foreign_callback(stack("<frozen importlib._bootstrap>", "/x/numpy/__init__.py", handler))
+    assert not in_foreign_callback(stack("/x/asyos/cli/run.py", "<frozen importlib._bootstrap>", handler))
+    assert not in_foreign_callback(stack("/x/asyos/cli/run.py", handler))
+    assert in_foreign_callback(stack("/x/asyos/cli/run.py", "/x/llvmlite/binding/ffi.py", handler))
+
+
 LATE_COPY = """
 import os, signal, sys, time
 import asyos.records.checkpoint as C

@@ -73,3 +73,51 @@ def test_a_river_pipeline_and_a_regressor():
     mean = [y for _, y in datasets.TrumpApproval()]
     spread = sum(abs(y - sum(mean) / len(mean)) for y in mean) / len(mean)
     assert mae < spread, (mae, spread)                      # better than predicting the mean
+
+
+AVERAGES = ("OLSThreshold", "OFSA", "OLasso", "OElasticNet", "OMCP")
+
+
+@pytest.mark.parametrize("name", AVERAGES)
+def test_the_running_averages_in_rivers_loop(name):
+    """The running averages learn River's dict rows (the first row's names are the features of their p x p
+    averages) and re-extract their model after each new row, so progressive validation scores them as
+    River scores its own models: near River's StandardScaler | LogisticRegression (0.893) on Phishing,
+    and far below the spread of TrumpApproval's target (its mean absolute deviation, 1.44)."""
+    import asyos
+    cls = getattr(asyos, name)
+    x, y = next(iter(datasets.Phishing()))
+    assert cls(budget=5, task="classification").predict_one(x) is None
+    assert cls(budget=5).predict_one(x) == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = to_river(cls(budget=5, task="classification"))
+        accuracy = evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy()).get()
+        pipeline = preprocessing.StandardScaler() | to_river(cls(budget=5, task="classification"))
+        scaled = evaluate.progressive_val_score(datasets.Phishing(), pipeline, metrics.Accuracy()).get()
+        mae = evaluate.progressive_val_score(datasets.TrumpApproval(), to_river(cls(budget=3)), metrics.MAE()).get()
+    assert accuracy > 0.85 and scaled > 0.85, (accuracy, scaled)
+    assert model.learner.n_samples_seen_ == 1250 and len(model.learner.support_) == 5
+    proba = model.learner.predict_proba_one(x)
+    assert set(proba) == {False, True} and sorted(proba.values()) == [0.0, 1.0]
+    mean = [t for _, t in datasets.TrumpApproval()]
+    spread = sum(abs(t - sum(mean) / len(mean)) for t in mean) / len(mean)
+    assert mae < 0.6 * spread, (mae, spread)
+
+
+def test_the_running_averages_keep_the_first_rows_features():
+    from asyos import OLasso
+    from asyos.errors import InputError
+    model = OLasso(budget=2)
+    model.learn_one({"a": 1.0, "b": 2.0, "c": 0.5}, 1.0)
+    model.learn_one({"a": 2.0, "c": 1.0}, 2.0)                  # a name left out is a zero
+    assert model.n_features_in_ == 3 and model.n_samples_seen_ == 2
+    assert isinstance(model.predict_one({"a": 1.0, "z": 5.0}), float)  # a name never learned weighs nothing
+    with pytest.raises(InputError, match="'z' is not one of them"):
+        model.learn_one({"a": 1.0, "z": 5.0}, 1.0)
+    with pytest.raises(InputError, match="learned from dict rows; a vector row"):
+        model.learn_one([1.0, 2.0, 3.0], 1.0)
+    fitted = OLasso(budget=2).fit([[1.0, 2.0, 0.0], [0.0, 1.0, 3.0], [2.0, 0.0, 1.0]], [1.0, 2.0, 3.0])
+    with pytest.raises(InputError, match="learned from vector rows; a dict row"):
+        fitted.predict_one({"a": 1.0})
+    assert fitted.predict_one([1.0, 2.0, 0.0]) == pytest.approx(float(fitted.predict([[1.0, 2.0, 0.0]])[0]))

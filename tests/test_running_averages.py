@@ -390,7 +390,9 @@ def test_streamed_cli_run_reports_progress_and_saves_the_averages(tmp_path, monk
 def test_cli_refuses_what_running_averages_do_not_have(capsys):
     from asyos.cli.run import main
     assert main(["--algorithm", "ofsa", "--simulate"]) == 2
-    assert "--simulate and --tune do not apply" in capsys.readouterr().err
+    assert "--simulate applies to parallel execution" in capsys.readouterr().err
+    assert main(["--algorithm", "ofsa", "--tune"]) == 2
+    assert "--tune does not apply" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.method)

@@ -269,12 +269,12 @@ def test_sfsa_and_tsgd_equal_the_dense_transcriptions(loss, data):
     o = orders(X.shape[0])
     sfsa = SFSA(budget=4, eta=0.05, lam=0.01, mu=10, horizon=12, batch_size=7, loss=loss, passes=PASSES,
                 scale=None, random_state=SEED).fit(X, y)
-    np.testing.assert_allclose(sfsa.coef_, minibatch(X, y, o, 4, 0.05, 0.01, 7, loss, mu=10, horizon=12),
+    np.testing.assert_allclose(sfsa.raw_coef_, minibatch(X, y, o, 4, 0.05, 0.01, 7, loss, mu=10, horizon=12),
                                rtol=1e-9, atol=1e-12)
     for every in (False, True):
         tsgd = TSGD(budget=4, eta=0.05, lam=0.01, truncate="every" if every else "end", batch_size=7, loss=loss,
                     passes=PASSES, scale=None, random_state=SEED).fit(X, y)
-        np.testing.assert_allclose(tsgd.coef_, minibatch(X, y, o, 4, 0.05, 0.01, 7, loss, every=every),
+        np.testing.assert_allclose(tsgd.raw_coef_, minibatch(X, y, o, 4, 0.05, 0.01, 7, loss, every=every),
                                    rtol=1e-9, atol=1e-12)
 
 

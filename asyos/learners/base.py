@@ -375,6 +375,9 @@ def _checked_fit(fit):
             active.discard(id(self))
         X = args[0] if args else kwargs.get("X")
         y = args[1] if len(args) > 1 else kwargs.get("y")
+        finish = getattr(self, "_finish_fit", None)
+        if finish is not None:                    # once, after the outermost fit (a sample-stream learner's refit)
+            finish(X, y)
         self.check_selection(X, y)
         return result
     checked._checks_selection = True

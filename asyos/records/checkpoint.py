@@ -168,11 +168,21 @@ FOREIGN_CALLBACKS = (f"{os.sep}llvmlite{os.sep}",)
 DEFER_S = 0.02
 
 
+# An import that C code started (an extension module importing another as it initialises): the Python
+# stack starts in importlib, and what the handler raises there is printed by that C code as a traceback
+# and dropped (a Ctrl-C 1.5 s into `mpiexec -n 4`, under CI load: one rank printed
+# `File "<frozen importlib._bootstrap>", line 1165, in _find_and_load` and the RunInterrupted below it).
+IMPORT_FRAMES = "<frozen importlib"
+
+
 def in_foreign_callback(frame) -> bool:
-    """Whether ``frame`` (a signal handler's) runs inside a callback from C that drops exceptions."""
+    """Whether ``frame`` (a signal handler's) runs inside a callback from C that drops exceptions: a
+    frame of ``FOREIGN_CALLBACKS``, or a stack whose outermost frame is importlib's."""
     while frame is not None:
         if any(part in frame.f_code.co_filename for part in FOREIGN_CALLBACKS):
             return True
+        if frame.f_back is None:
+            return frame.f_code.co_filename.startswith(IMPORT_FRAMES)
         frame = frame.f_back
     return False
 

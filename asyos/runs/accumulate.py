@@ -158,9 +158,9 @@ def _set_up(config, comm, rank, size):
     from ..records.resume import save_run_config
     error, setup = None, None
     try:
-        if config.simulate or config.tune:
-            raise InputError(f"{config.algorithm} accumulates running averages: --simulate and --tune do not apply "
-                             f"(its statistics are the same in any order and on any number of ranks)")
+        if config.tune:         # --simulate, a parallel option, is refused for this family by the options' check
+            raise InputError(f"{config.algorithm} accumulates running averages: --tune does not apply (its statistics "
+                             f"are the same in any order and on any number of ranks, and it has no step to tune)")
         if rank == 0:
             prepare_run_output(config)
             if comm is None:

@@ -54,9 +54,6 @@ class LocalRun:
     def check(self, config) -> None:
         family = get_algorithm(config.algorithm).family
         stream = family == "stream"
-        if self.simulated(config) and not (stream or family == "substitution"):
-            raise InputError(f"--simulate runs Asy-OS or a sample-stream learner; algorithm {config.algorithm!r} "
-                             f"has no simulated form")
         if config.budget_mode == "global" and not (self.simulated(config) and not stream):
             raise InputError("--budget-mode global applies to Asy-OS: under mpiexec, or in the simulator (--simulate "
                              "or --algorithm asy-os)")

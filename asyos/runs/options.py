@@ -144,6 +144,18 @@ def _known_loss(config) -> Optional[str]:
     return None
 
 
+def _not_taken(config, *names) -> Optional[str]:
+    """``--passes`` and ``--scale`` set Online Substitution's and the sample-stream learners' scans and
+    scaling; the batch baselines, the running averages and DFLS have neither (they were ignored)."""
+    if family_of(config) in ("substitution", "stream"):
+        return None
+    for name in names:
+        if getattr(config, name) is not None:
+            return (f"--{name} applies to Online Substitution and the sample-stream learners; {config.algorithm!r} "
+                    f"does not take it")
+    return None
+
+
 def _params_parse(config) -> Optional[str]:
     config.estimator_params                  # raises InputError on a malformed --param
     return None
@@ -172,6 +184,10 @@ MODEL = Options("model", "model", (
 ), rules=(
     _known_loss,
     _params_parse,
+    lambda c: _not_taken(c, "passes", "scale"),
+    lambda c: (f"--budget and --loss do not apply to {c.algorithm!r}: its model is set by --param alpha=A (and "
+               f"the squared loss)" if family_of(c) == "path" and (c.budget is not None or c.loss not in
+                                                                 ("auto", "squared")) else None),
     lambda c: ("--scale maxabs is the sample-stream learners'; OS takes --scale standard|none"
                if c.scale == "maxabs" and family_of(c) == "substitution" else None),
     lambda c: ("--scale standard is Online Substitution's; the sample-stream learners take maxabs|none"
@@ -266,11 +282,6 @@ SUBSTITUTION = Options("substitution", "Online Substitution (os, asy-os)", (
                "if the loss falls" if c.decrease_constant is not None and c.variant != "kdd16" else None),
     lambda c: ("--ridge is part of the exchange variant; --variant kdd16 has none"
                if c.ridge and c.variant != "exchange" else None),
-    lambda c: (f"--variant and --intercept/--no-intercept apply to Online Substitution (os, asy-os), not "
-               f"{c.algorithm!r}" if family_of(c) != "substitution" and
-               (c.variant != "exchange" or c.fit_intercept is not None) else None),
-    lambda c: (f"--ridge applies to Online Substitution (os, asy-os), not {c.algorithm!r}"
-               if family_of(c) != "substitution" and c.ridge != 0 else None),
 ))
 
 
@@ -371,13 +382,7 @@ DFLS = Options("dfls", "dynamic feature space (--algorithm dfls; --param penalty
          optional=True, metavar="SPEC"),
     _opt("remove_features", str, None, "fit on every column, then remove these", optional=True, metavar="SPEC"),
     _opt("group_size", int, 1, "group lasso over consecutive groups of K columns (default 1)", at_least=1),
-), families=("path",), rules=(
-    lambda c: ("--add-features goes with --algorithm dfls"
-               if family_of(c) != "path" and c.add_features is not None else None),
-    lambda c: ("--remove-features goes with --algorithm dfls"
-               if family_of(c) != "path" and c.remove_features is not None else None),
-    lambda c: "--group-size goes with --algorithm dfls" if family_of(c) != "path" and c.group_size != 1 else None,
-))
+), families=("path",))
 
 # every group, in the order of RunConfig's fields; the common ones come first in --help
 GROUPS = (WHAT, DATA, MODEL, OUTPUT, SUBSTITUTION, PARALLEL, STREAM, DFLS)
@@ -387,6 +392,19 @@ OPTIONS = {option.name: option for group in GROUPS for option in group.options}
 def groups_for(family: Optional[str]) -> tuple:
     """The groups a run of ``family`` reads (every group for ``None``)."""
     return tuple(g for g in GROUPS if g.common or family is None or family in g.families)
+
+
+def _own_family_only(config) -> None:
+    """A family's option set (away from its default) on a run of another family is refused: it would be
+    ignored (``--algorithm dfls --simulate`` ran DFLS alone and said nothing)."""
+    family = family_of(config)
+    for group in GROUPS:
+        if group.common or family in group.families:
+            continue
+        for option in group.options:
+            if option.flag and getattr(config, option.name) != option.default:
+                raise InputError(f"{option.option} applies to {group.title}; {config.algorithm!r} does not "
+                                 f"take it")
 
 
 def check(config) -> None:
@@ -400,6 +418,7 @@ def check(config) -> None:
             message = option.problem(getattr(config, option.name))
             if message:
                 raise InputError(message)
+    _own_family_only(config)
     for group in GROUPS:
         for rule in group.rules:
             message = rule(config)

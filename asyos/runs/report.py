@@ -118,7 +118,7 @@ def title(record: dict) -> str:
         return (f"dfls ({record.get('direction')}, {record.get('penalty')}, alpha {record.get('alpha'):g}) on "
                 f"{record.get('n_samples')} x {record.get('n_features')}; {len(record.get('support', []))} non-zero; "
                 f"test RMSE {_g(d.get('test_rmse'))} (retrained {_g(ref.get('test_rmse'))}); "
-                f"path {_g(d.get('seconds'))} s")
+                f"path {_g(d.get('seconds'))} s" + _time_line(record))
     pr, m = record.get("problem", {}), record.get("metrics", {})
     head = f"{record.get('algorithm')} ({record.get('mode')}"
     if record.get("n_workers"):
@@ -132,10 +132,16 @@ def title(record: dict) -> str:
     for key, name in (("recall", "recall"), ("train_error", f"train {err}"), ("test_error", f"test {err}")):
         if m.get(key) is not None:
             result.append(f"{name} {_g(m[key])}")
-    wall = (record.get("timing") or {}).get("wall_s")
-    if wall is not None:
-        result.append(f"{wall:.2f} s")
-    return head + "\n" + "; ".join(result)
+    return head + "\n" + "; ".join(result) + _time_line(record)
+
+
+def _time_line(record) -> str:
+    """The summary's time line, word for word (a third line of the title), where the record has it."""
+    timing = record.get("timing") or {}
+    if "command_s" not in timing and "wall_s" not in timing:
+        return ""
+    from ..utils.timing import describe
+    return "\n" + describe(timing)
 
 
 def _g(value) -> str:
@@ -155,7 +161,7 @@ def draw_run(directory: str, output=None):
     output = output or os.path.join(directory, PICTURE)
     columns = 2 if len(names) > 1 else 1
     rows = (len(names) + columns - 1) // columns
-    fig, axes = plt.subplots(rows, columns, figsize=(6.4 * columns, 3.6 * rows + 0.7), squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(6.4 * columns, 3.6 * rows + 0.85), squeeze=False)
     for ax, name in zip(axes.ravel(), names):
         DRAW[name](ax, record, log, directory)
     for ax in axes.ravel()[len(names):]:
@@ -173,13 +179,13 @@ def draw_run(directory: str, output=None):
 
 # Margins and gaps in inches, room for what every panel puts there: tick labels and a label on the
 # left, a twin axis's on the right, a two-line panel title above and an axis label below; the top
-# also holds the two-line title of the run. Fixed rather than ``tight_layout``, which measures every
+# also holds the three-line title of the run. Fixed rather than ``tight_layout``, which measures every
 # text by drawing the figure once more: 0.9 of the 2.1 s of CPU a four-panel picture took (measured).
 # A panel's title at a fixed height (the top of the axes, where matplotlib puts it when no tick labels
 # are there): placed automatically, each title measures its axes' tick labels at every draw; fixed,
 # ``python -m asyos.report`` on an arcene run takes 2.6 s of CPU instead of 2.9 (4 runs each).
 TITLE = {"fontsize": 9, "y": 1.0}
-LAYOUT_IN = {"left": 0.85, "right": 0.85, "bottom": 0.6, "top": 0.85, "wspace": 1.75, "hspace": 1.05}
+LAYOUT_IN = {"left": 0.85, "right": 0.85, "bottom": 0.6, "top": 1.0, "wspace": 1.75, "hspace": 1.05}
 
 
 def _fixed_layout(fig, rows: int, columns: int) -> None:

@@ -57,20 +57,91 @@ class RunningAveragesSelector(BudgetedSelector):
         call takes ``classes`` (the two labels) when its first batch may lack one of them."""
         self._check_params()
         reset = getattr(self, "stats_", None) is None
+        self._row_kind(named=False, reset=reset)
         X, y = self._check_data(X, y, reset=reset, accept_sparse="csr")
         y = self._labels(y, reset, classes)
         self._stats_for(X.shape[1]).update(X, y)
         return self._touched()
 
+    _supervised = True          # River's flag (river.evaluate, river.compose): learn_one takes a label
+
     def learn_one(self, x, y):
-        """Add one sample: ``x`` a vector of ``n_features``, ``y`` a number (or a label)."""
+        """Add one sample: ``x`` a vector of ``n_features`` or, as River gives rows, a dict
+        ``{name: value}`` (the first dict's names are the features, in its order: the ``p x p`` averages
+        are sized by them; a later row may leave names out, as zeros, but not bring new ones);
+        ``y`` a number (or a label)."""
         self._check_params()
-        x = np.asarray(x.toarray() if sp.issparse(x) else x, dtype=float).ravel()
         reset = getattr(self, "stats_", None) is None
+        if isinstance(x, dict):
+            x = self._dict_row(x, learn=True, reset=reset)
+        else:
+            self._row_kind(named=False, reset=reset)
+            x = np.asarray(x.toarray() if sp.issparse(x) else x, dtype=float).ravel()
         label = self._labels(np.array([y]), reset)
         x = self._check_data(x[None, :], reset=reset)[0]
         self._stats_for(x.shape[0]).update(x, float(label[0]))
         return self._touched()
+
+    def predict_one(self, x):
+        """The prediction for one sample ``x`` (as ``learn_one`` takes it; dict names not learned count
+        as zeros): a label for classification, a value for regression, from the model the averages give
+        now (extracted again after new samples). Before any sample it answers as River's models do:
+        ``None`` for a classifier, ``0.0`` for a regressor."""
+        if getattr(self, "stats_", None) is None:
+            return None if self._task() == "classification" else 0.0
+        u = self._decision_one(x)
+        return self.classes_[int(u >= 0.0)].item() if self._task() == "classification" else u
+
+    def predict_proba_one(self, x):
+        """``{class: probability}`` (River's ``predict_proba_one``): a least-squares decision estimates no
+        probability, so the predicted class has 1 and the other 0; ``{}`` before any sample."""
+        if self._task() != "classification":
+            raise AttributeError(f"{type(self).__name__} with task={self.task!r} is a regressor: it has no "
+                                 f"class probabilities")
+        if getattr(self, "stats_", None) is None:
+            return {}
+        p = float(self._decision_one(x) >= 0.0)
+        low, high = (c.item() for c in self.classes_)
+        return {low: 1.0 - p, high: p}
+
+    def _decision_one(self, x) -> float:
+        if isinstance(x, dict):
+            row = self._dict_row(x, learn=False, reset=False)
+        else:
+            self._row_kind(named=False, reset=False)
+            row = self._check_X(np.asarray(x.toarray() if sp.issparse(x) else x, dtype=float).reshape(1, -1))[0]
+        return float(self.model_.decision_function(row[None, :])[0])
+
+    def _row_kind(self, named: bool, reset: bool) -> None:
+        """Rows are all dicts or all vectors: a dict's names say nothing about a vector's positions."""
+        if reset:
+            self._named = named
+            if not named:
+                self.__dict__.pop("_names", None)
+        elif getattr(self, "_named", False) != named:
+            learned, kind = ("vector", "dict") if named else ("dict", "vector")
+            raise InputError(f"{type(self).__name__} learned from {learned} rows; a {kind} row cannot be matched "
+                             f"to its features")
+
+    def _dict_row(self, x: dict, learn: bool, reset: bool) -> np.ndarray:
+        """A dict row as a vector over the features named by the first dict learned."""
+        self._row_kind(named=True, reset=reset)
+        if reset:
+            self._names = {name: j for j, name in enumerate(x)}
+        names = self._names
+        row = np.zeros(len(names))
+        for name, value in x.items():
+            j = names.get(name)
+            if j is None:
+                if learn:
+                    raise InputError(f"{type(self).__name__} keeps p x p averages over the {len(names)} features "
+                                     f"of the first row; {name!r} is not one of them")
+                continue                                 # predicting: a name never learned weighs nothing
+            try:
+                row[j] = float(value)
+            except (TypeError, ValueError):
+                raise InputError("the values of a dict row must be numbers") from None
+        return row
 
     def _touched(self):
         """New samples: the model is extracted again on first use (``model_``). The cache is a
@@ -86,6 +157,7 @@ class RunningAveragesSelector(BudgetedSelector):
             raise InputError(f"fit_stats needs a RunningAverages; got {type(stats).__name__}")
         self.budget_ = effective_budget(self.budget, stats.n_features)
         check_gram_memory(stats.n_features, EXTRACT_MATRICES, f"{type(self).__name__}.fit_stats")
+        self._row_kind(named=False, reset=True)
         self.stats_ = stats
         self.n_features_in_ = stats.n_features
         if self.task == "classification":

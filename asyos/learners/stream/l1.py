@@ -44,7 +44,7 @@ from . import _stream_kernels as K
 from .auto_step import AutoStep
 from ..budget_search import search_l1_weight
 from .sample_stream import SampleStreamLearner, StreamState
-from ..params import StrOptions, count, non_negative, positive
+from ..params import BOOLEAN, StrOptions, count, non_negative, positive
 
 SEARCH = {"start": 1.0, "factor": 10.0, "max_expand": 12, "max_bisect": 30, "max_steps": 43, "precision": 1e-4}
 
@@ -61,7 +61,7 @@ class L1Learner(AutoStep, SampleStreamLearner):
     _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "budget": [count(1), None],
                               "lam": [non_negative(), StrOptions({"auto"})], "eta": [positive(), StrOptions({"auto"})],
                               "delta": [positive()], "lam2": [non_negative()],
-                              "gamma": [positive(), StrOptions({"auto"})]}
+                              "gamma": [positive(), StrOptions({"auto"})], "refit": BOOLEAN}
 
     def _check_params(self, n_features):
         if self.lam == "auto" and self.budget is None:
@@ -190,13 +190,22 @@ class L1ARDA(L1Learner):
         Seed of the pass orders.
     n_features : int or None, default=None
         The number of features of dict rows (``learn_one``); ``None``: grows with the names met.
+    refit : bool, default=True
+        ``fit`` ends by fitting the kept features again (at most ``budget``) with an intercept and the
+        learner's loss (the hinge as squared hinge): ``coef_`` and ``intercept_`` are that model until
+        the learner learns again, ``raw_coef_`` the online one. ``False``: the paper's online model.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features_in_,)
-        The weights, in the data's units (the learned weights divided by ``scale_``).
+        The weights, in the data's units: after ``fit`` with ``refit``, the refit's; else the online
+        model's (the learned weights divided by ``scale_``).
+    intercept_ : float
+        The refit's intercept (after ``fit`` with ``refit``; the online model has none).
+    refitted_ : bool
+        Whether ``coef_`` is the refit (``fit`` with ``refit``, no learning since).
     raw_coef_ : ndarray of shape (n_features_in_,)
-        The same as ``coef_`` (no refit).
+        The online model's weights, in the data's units.
     support_ : ndarray of int
         Indices of the non-zero weights, sorted.
     lam_ : float
@@ -237,7 +246,7 @@ class L1ARDA(L1Learner):
     auto_start = 0.3
 
     def __init__(self, budget=10, lam="auto", eta=0.3, delta=1e-2, loss="squared_hinge", passes="auto",
-                 scale="maxabs", random_state=0, n_features=None):
+                 scale="maxabs", random_state=0, n_features=None, refit=True):
         self.budget = budget
         self.lam = lam
         self.eta = eta
@@ -247,6 +256,7 @@ class L1ARDA(L1Learner):
         self.scale = scale
         self.random_state = random_state
         self.n_features = n_features
+        self.refit = refit
 
     def _new_state(self, p, code):
         return StreamState(sg=np.zeros(p), sq=np.zeros(p), counts=K.l1_counts(),
@@ -315,13 +325,22 @@ class AdaFOBOS(_Proximal):
         Seed of the pass orders.
     n_features : int or None, default=None
         The number of features of dict rows (``learn_one``); ``None``: grows with the names met.
+    refit : bool, default=True
+        ``fit`` ends by fitting the kept features again (at most ``budget``) with an intercept and the
+        learner's loss (the hinge as squared hinge): ``coef_`` and ``intercept_`` are that model until
+        the learner learns again, ``raw_coef_`` the online one. ``False``: the paper's online model.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features_in_,)
-        The weights, in the data's units (the learned weights divided by ``scale_``).
+        The weights, in the data's units: after ``fit`` with ``refit``, the refit's; else the online
+        model's (the learned weights divided by ``scale_``).
+    intercept_ : float
+        The refit's intercept (after ``fit`` with ``refit``; the online model has none).
+    refitted_ : bool
+        Whether ``coef_`` is the refit (``fit`` with ``refit``, no learning since).
     raw_coef_ : ndarray of shape (n_features_in_,)
-        The same as ``coef_`` (no refit).
+        The online model's weights, in the data's units.
     support_ : ndarray of int
         Indices of the non-zero weights, sorted.
     lam_ : float
@@ -369,7 +388,7 @@ class AdaFOBOS(_Proximal):
     auto_start = 0.1
 
     def __init__(self, budget=10, lam="auto", eta=0.1, delta=1e-2, lam2=0.0, loss="squared_hinge",
-                 passes="auto", scale="maxabs", random_state=0, n_features=None):
+                 passes="auto", scale="maxabs", random_state=0, n_features=None, refit=True):
         self.budget = budget
         self.lam = lam
         self.eta = eta
@@ -380,6 +399,7 @@ class AdaFOBOS(_Proximal):
         self.scale = scale
         self.random_state = random_state
         self.n_features = n_features
+        self.refit = refit
 
 
 class OPG(_Proximal):
@@ -413,13 +433,22 @@ class OPG(_Proximal):
         Seed of the pass orders.
     n_features : int or None, default=None
         The number of features of dict rows (``learn_one``); ``None``: grows with the names met.
+    refit : bool, default=True
+        ``fit`` ends by fitting the kept features again (at most ``budget``) with an intercept and the
+        learner's loss (the hinge as squared hinge): ``coef_`` and ``intercept_`` are that model until
+        the learner learns again, ``raw_coef_`` the online one. ``False``: the paper's online model.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features_in_,)
-        The weights, in the data's units (the learned weights divided by ``scale_``).
+        The weights, in the data's units: after ``fit`` with ``refit``, the refit's; else the online
+        model's (the learned weights divided by ``scale_``).
+    intercept_ : float
+        The refit's intercept (after ``fit`` with ``refit``; the online model has none).
+    refitted_ : bool
+        Whether ``coef_`` is the refit (``fit`` with ``refit``, no learning since).
     raw_coef_ : ndarray of shape (n_features_in_,)
-        The same as ``coef_`` (no refit).
+        The online model's weights, in the data's units.
     support_ : ndarray of int
         Indices of the non-zero weights, sorted.
     lam_ : float
@@ -468,7 +497,7 @@ class OPG(_Proximal):
     auto_start = 0.01
 
     def __init__(self, budget=10, lam="auto", lam2=0.0, eta="auto", loss="squared", passes="auto",
-                 scale="maxabs", random_state=0, n_features=None):
+                 scale="maxabs", random_state=0, n_features=None, refit=True):
         self.budget = budget
         self.lam = lam
         self.lam2 = lam2
@@ -478,6 +507,7 @@ class OPG(_Proximal):
         self.scale = scale
         self.random_state = random_state
         self.n_features = n_features
+        self.refit = refit
 
 
 class RDA(L1Learner):
@@ -511,13 +541,22 @@ class RDA(L1Learner):
         Seed of the pass orders.
     n_features : int or None, default=None
         The number of features of dict rows (``learn_one``); ``None``: grows with the names met.
+    refit : bool, default=True
+        ``fit`` ends by fitting the kept features again (at most ``budget``) with an intercept and the
+        learner's loss (the hinge as squared hinge): ``coef_`` and ``intercept_`` are that model until
+        the learner learns again, ``raw_coef_`` the online one. ``False``: the paper's online model.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features_in_,)
-        The weights, in the data's units (the learned weights divided by ``scale_``).
+        The weights, in the data's units: after ``fit`` with ``refit``, the refit's; else the online
+        model's (the learned weights divided by ``scale_``).
+    intercept_ : float
+        The refit's intercept (after ``fit`` with ``refit``; the online model has none).
+    refitted_ : bool
+        Whether ``coef_`` is the refit (``fit`` with ``refit``, no learning since).
     raw_coef_ : ndarray of shape (n_features_in_,)
-        The same as ``coef_`` (no refit).
+        The online model's weights, in the data's units.
     support_ : ndarray of int
         Indices of the non-zero weights, sorted.
     lam_ : float
@@ -561,7 +600,7 @@ class RDA(L1Learner):
     auto_start = 10.0
 
     def __init__(self, budget=10, lam="auto", lam2=0.0, gamma="auto", loss="squared", passes="auto",
-                 scale="maxabs", random_state=0, n_features=None):
+                 scale="maxabs", random_state=0, n_features=None, refit=True):
         self.budget = budget
         self.lam = lam
         self.lam2 = lam2
@@ -571,6 +610,7 @@ class RDA(L1Learner):
         self.scale = scale
         self.random_state = random_state
         self.n_features = n_features
+        self.refit = refit
 
     def _new_state(self, p, code):
         return StreamState(sg=np.zeros(p), counts=K.l1_counts(),

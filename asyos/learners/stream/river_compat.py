@@ -1,4 +1,4 @@
-"""The sample-stream learners as River models: ``to_river(learner)``.
+"""The sample-stream learners and the running averages as River models: ``to_river(learner)``.
 
 The learners already take River's loop (``learn_one(x, y)``, ``predict_one(x)`` before any learning,
 ``predict_proba_one``, dict rows); River's evaluation and pipelines also ask what a model *is*

@@ -26,7 +26,7 @@ from ...truncation import annealing_schedule, keep_top_k
 from . import _stream_kernels as K
 from .auto_step import AutoStep
 from .sample_stream import SampleStreamLearner, StreamState, margins_arg
-from ..params import StrOptions, count, non_negative, positive
+from ..params import BOOLEAN, StrOptions, count, non_negative, positive
 
 METHODS = ("sgd", "nesterov", "adam")
 TRUNCATIONS = ("end", "every")
@@ -45,7 +45,7 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
     _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "eta": [positive(), StrOptions({"auto"})],
                               "lam": [non_negative()], "batch_size": [count(1)], "method": [StrOptions(set(METHODS))],
                               "mu": [non_negative()], "horizon": [count(1), StrOptions({"auto"})],
-                              "truncate": [StrOptions(set(TRUNCATIONS))]}
+                              "truncate": [StrOptions(set(TRUNCATIONS))], "refit": BOOLEAN}
 
     def _new_state(self, p, code):
         return StreamState(beta=np.zeros(p), active=np.ones(p, dtype=bool), velocity=np.zeros(p),
@@ -170,14 +170,23 @@ class SFSA(_MiniBatchThresholding):
     n_features : int or None, default=None
         The number of features of dict rows (``learn_one``); required for dict rows, since the
         schedule runs over all ``p`` features.
+    refit : bool, default=True
+        ``fit`` ends by fitting the kept features again (at most ``budget``) with an intercept and the
+        learner's loss (the hinge as squared hinge): ``coef_`` and ``intercept_`` are that model until
+        the learner learns again, ``raw_coef_`` the online one. ``False``: the paper's online model.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features_in_,)
-        The weights, in the data's units (divided by ``scale_``): the iterate cut to its ``budget``
+        After ``fit`` with ``refit``, the refit's weights on the kept features; else the online model's:
+        the weights, in the data's units (divided by ``scale_``), of the iterate cut to its ``budget``
         largest scores ``sd_j |beta_j|`` (while ``M_t > k`` the iterate holds more).
+    intercept_ : float
+        The refit's intercept (after ``fit`` with ``refit``; the online model has none).
+    refitted_ : bool
+        Whether ``coef_`` is the refit (``fit`` with ``refit``, no learning since).
     raw_coef_ : ndarray of shape (n_features_in_,)
-        The same as ``coef_`` (no refit).
+        The online model's weights, in the data's units.
     support_ : ndarray of int
         Indices of the non-zero weights, sorted.
     eta_ : float
@@ -215,7 +224,7 @@ class SFSA(_MiniBatchThresholding):
     auto_start = 0.1
 
     def __init__(self, budget=10, eta=0.1, lam=1e-4, mu=10.0, horizon="auto", batch_size=25, method="sgd",
-                 loss="squared", passes="auto", scale="maxabs", random_state=0, n_features=None):
+                 loss="squared", passes="auto", scale="maxabs", random_state=0, n_features=None, refit=True):
         self.budget = budget
         self.eta = eta
         self.lam = lam
@@ -228,6 +237,7 @@ class SFSA(_MiniBatchThresholding):
         self.scale = scale
         self.random_state = random_state
         self.n_features = n_features
+        self.refit = refit
 
 
     def _threshold(self, s):
@@ -277,14 +287,23 @@ class TSGD(_MiniBatchThresholding):
     n_features : int or None, default=None
         The number of features of dict rows (``learn_one``); required for dict rows, since the
         truncation runs over all ``p`` features.
+    refit : bool, default=True
+        ``fit`` ends by fitting the kept features again (at most ``budget``) with an intercept and the
+        learner's loss (the hinge as squared hinge): ``coef_`` and ``intercept_`` are that model until
+        the learner learns again, ``raw_coef_`` the online one. ``False``: the paper's online model.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features_in_,)
-        The weights, in the data's units (divided by ``scale_``): the iterate cut to its ``budget``
+        After ``fit`` with ``refit``, the refit's weights on the kept features; else the online model's:
+        the weights, in the data's units (divided by ``scale_``), of the iterate cut to its ``budget``
         largest scores (with ``truncate="end"`` the iterate holds every feature).
+    intercept_ : float
+        The refit's intercept (after ``fit`` with ``refit``; the online model has none).
+    refitted_ : bool
+        Whether ``coef_`` is the refit (``fit`` with ``refit``, no learning since).
     raw_coef_ : ndarray of shape (n_features_in_,)
-        The same as ``coef_`` (no refit).
+        The online model's weights, in the data's units.
     support_ : ndarray of int
         Indices of the non-zero weights, sorted.
     eta_ : float
@@ -322,7 +341,7 @@ class TSGD(_MiniBatchThresholding):
     auto_start = 0.03
 
     def __init__(self, budget=10, eta="auto", lam=1e-4, truncate="end", batch_size=25, loss="squared",
-                 passes="auto", scale="maxabs", random_state=0, n_features=None):
+                 passes="auto", scale="maxabs", random_state=0, n_features=None, refit=True):
         self.budget = budget
         self.eta = eta
         self.lam = lam
@@ -333,6 +352,7 @@ class TSGD(_MiniBatchThresholding):
         self.scale = scale
         self.random_state = random_state
         self.n_features = n_features
+        self.refit = refit
 
 
     def _horizon(self, rows_in_first_call):

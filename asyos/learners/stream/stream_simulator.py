@@ -89,7 +89,8 @@ class AsyncSampleStream(BudgetedSelector):
     3
     """
 
-    _reported = ("n_steps_", "n_samples_seen_", "n_updates_", "lam_", "online_accuracy_", "raw_intercept_")
+    _reported = ("n_steps_", "n_samples_seen_", "n_updates_", "lam_", "online_accuracy_", "raw_intercept_",
+                 "refitted_")
 
     _parameter_constraints = {"learner": [HasMethods(["start", "step_rows", "weights"])], "n_workers": [count(1)],
                               "max_staleness": [count(0), None], "policy": [StrOptions(set(POLICIES))],
@@ -137,6 +138,12 @@ class AsyncSampleStream(BudgetedSelector):
         self.staleness_, self.n_events_ = _summary(run.counts), run.version
         self.learner_ = learner
         return self
+
+    def _finish_fit(self, X, y):
+        """The central learner's end of fit (its refit on the kept features), as a sequential fit ends."""
+        finish = getattr(self.learner_, "_finish_fit", None)
+        if finish is not None:
+            finish(X, y)
 
     def __getattr__(self, name):
         if name.endswith("_") and not name.startswith("_") and "learner_" in self.__dict__:
