@@ -21,6 +21,19 @@ def launched_by_mpi() -> bool:
     return "PMIX_RANK" in os.environ
 
 
+def launched_ranks() -> tuple:
+    """``(ranks of the job, ranks on this node)`` as the launcher says them (hydra's ``PMI_SIZE`` and
+    ``MPI_LOCALNRANKS``, Open MPI's ``OMPI_COMM_WORLD_SIZE`` and ``..._LOCAL_SIZE``); ``(1, 1)`` alone."""
+    def number(*names):
+        for name in names:
+            value = os.environ.get(name, "").strip()
+            if value.isdigit() and int(value) > 0:
+                return int(value)
+        return None
+    size = number("PMI_SIZE", "OMPI_COMM_WORLD_SIZE") or 1
+    return size, number("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE") or size
+
+
 def our_command() -> bool:
     """True when this process is one of the package's commands (``python -m asyos...``)."""
     args = iter(getattr(sys, "orig_argv", [])[1:])

@@ -11,11 +11,17 @@ EXIT_USAGE = 2           # bad input or configuration (one line, no traceback)
 EXIT_WORKER_FAILED = 3   # a worker raised; the central rank reports rank and traceback
 EXIT_WORKER_LOST = 17    # the central watchdog saw a worker go silent
 EXIT_CENTRAL_LOST = 18   # a worker waited too long for the central rank
+EXIT_OUTPUT = 74         # an output could not be written (a full disk, ...): sysexits' EX_IOERR
 EXIT_INTERRUPTED = 130   # Ctrl-C (SIGINT), as shells report it
 
 
 class InputError(ValueError):
     """Bad user input: printed as one line, exit status 2."""
+
+
+class OutputError(RuntimeError):
+    """A run's output (results, log, model, checkpoint) could not be written: one line, exit status
+    ``EXIT_OUTPUT``; what was on disk before the failed write is left as it was."""
 
 
 class DivergenceError(InputError):

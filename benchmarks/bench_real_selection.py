@@ -146,7 +146,8 @@ GENERATED = {"digits-0-vs-rest": "generated: scikit-learn digits, 0 vs the rest"
                 for name, (source, rows) in SUBSAMPLES.items()},
              STAND_IN: "synthetic sparse stand-in (NOT real data)"}
 
-OS_FAMILY = ("os", "os-ridge-auto", "os-kdd16", "os-sim12", "os-mpi5", "os-mpi5-ridge-auto", "b-arda", "ofsa")
+OS_FAMILY = ("os", "os-ridge-auto", "os-filter-end", "os-kdd16", "os-sim12", "os-mpi5", "os-mpi5-ridge-auto",
+             "b-arda", "ofsa")
 MPI_FLAGS = {"os-mpi5": (), "os-mpi5-ridge-auto": ("--ridge", "auto")}     # the runs under mpiexec, their flags
 PEERS = ("abess", "l1+refit", "kbest+refit")
 METHODS = OS_FAMILY + PEERS
@@ -450,6 +451,16 @@ def fit_os_ridge_auto(X, y, k, task, seed):
     return fit_os(X, y, k, task, seed, ridge="auto")
 
 
+def fit_os_filter_end(X, y, k, task, seed):
+    """OS's selection under a ridge of 1000 (its exchange then ranks features by marginal signal, as a
+    univariate filter does), refit without a ridge: the "filter end" of docs/results.md's p >> n study."""
+    from asyos import OnlineSubstitution
+    t0 = time.perf_counter()
+    est = OnlineSubstitution(budget=k, random_state=seed, ridge=1000.0).fit(X, y)
+    support = np.sort(est.support_)
+    return refit_predictor(X, y, support, task), support, time.perf_counter() - t0, {"ridge": 1000.0}
+
+
 def fit_os_kdd16(X, y, k, task, seed):
     return fit_os(X, y, k, task, seed, variant="kdd16")
 
@@ -621,7 +632,8 @@ def fit_os_mpi5(X, y, k, task, seed, *, X_test, y_test, extra=()):
         "loss": record["problem"].get("loss")}
 
 
-FITS = {"os": fit_os, "os-ridge-auto": fit_os_ridge_auto, "os-kdd16": fit_os_kdd16, "os-sim12": fit_os_sim12,
+FITS = {"os": fit_os, "os-ridge-auto": fit_os_ridge_auto, "os-filter-end": fit_os_filter_end,
+        "os-kdd16": fit_os_kdd16, "os-sim12": fit_os_sim12,
         "os-mpi5": fit_os_mpi5, "os-mpi5-ridge-auto": fit_os_mpi5,
         "b-arda": fit_b_arda, "ofsa": fit_ofsa, "abess": fit_abess, "l1+refit": fit_l1_refit,
         "kbest+refit": fit_kbest_refit}
@@ -901,7 +913,8 @@ def label(name, summary):
 
 
 def draw(run, summary, methods):
-    markers = dict(zip(METHODS, "o<^v>DsPxh*"))
+    markers = dict(zip(METHODS, "o<^v>DsPxh*d"))
+    assert len(markers) == len(METHODS), "a marker for every method"
     colors = {m: f"C{i}" for i, m in enumerate(METHODS)}        # the same in every panel
 
     def draw_fn(plt):

@@ -333,9 +333,14 @@ def test_prepare_output_dir_accepts_a_used_directory_to_resume(tmp_path):
     (tmp_path / "checkpoint.pkl").write_bytes(b"state")
     with pytest.raises(InputError, match="previous run's files"):
         prepare_output_dir(str(tmp_path))
-    prepare_output_dir(str(tmp_path), resume=True, overwrite=True)      # resuming never removes anything
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint.pkl", "results.json"]
-    prepare_output_dir(str(tmp_path), overwrite=True)
+    from asyos.records.output_lock import LOCK_FILE, release_outputs
+    try:
+        prepare_output_dir(str(tmp_path), resume=True, overwrite=True)      # resuming never removes anything
+        assert sorted(os.listdir(tmp_path)) == [LOCK_FILE, "checkpoint.pkl", "results.json"]   # held: in use
+        prepare_output_dir(str(tmp_path), overwrite=True)
+        assert os.listdir(tmp_path) == [LOCK_FILE]
+    finally:
+        release_outputs()
     assert os.listdir(tmp_path) == []
 
 

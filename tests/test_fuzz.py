@@ -694,3 +694,57 @@ def test_damaged_data_through_main_in_process(algorithm, seed):
                 results = json.load(fh)
             assert len(results["selected"]) <= 1
             assert all(math.isfinite(v) for v in results["coef"])
+
+
+# -- checkpoints: every damaged file refused before anything is restored ---------------------------------------
+@pytest.fixture(scope="module")
+def a_checkpoint():
+    """The bytes of a checkpoint of a stopped B-ARDA fit (a state with no externals)."""
+    from asyos import BudgetedARDA, make_classification
+    from asyos.records.checkpoint import Checkpointer, RunInterrupted
+    data = make_classification(n_samples=2000, n_features=200, n_informative=6, seed=3)
+    with scratch() as directory:
+        path = os.path.join(directory, "cp.pkl")
+        with pytest.raises(RunInterrupted):
+            BudgetedARDA(budget=6, passes=3).fit(data.X, data.y, checkpoint=Checkpointer(
+                path, None, {"problem": "p"}, stop_after=2, run_id=lambda: "run-a"))
+        with open(path, "rb") as fh:
+            yield fh.read()
+
+
+def restore(path):
+    """What ``--resume`` does with a checkpoint: check it, then unpickle its state."""
+    from asyos.records.checkpoint import Checkpointer
+    checkpoint = Checkpointer(path, None, {"problem": "p"}, resume=True, run_id=lambda: "run-a")
+    return checkpoint.take("sample-stream")
+
+
+@fuzz()
+@given(st.data())
+def test_a_damaged_checkpoint_is_refused_before_anything_is_restored(a_checkpoint, data):
+    """A flipped byte anywhere (the magic line, the header's digest, the header, the state) or a truncation
+    at any length: one line naming the file, before the state is unpickled."""
+    damage = data.draw(st.sampled_from(["flip", "truncate"]))
+    blob = bytearray(a_checkpoint)
+    if damage == "flip":
+        at = data.draw(st.integers(0, len(blob) - 1))
+        blob[at] ^= data.draw(st.integers(1, 255))
+    else:
+        blob = blob[:data.draw(st.integers(0, len(blob) - 1))]
+    with scratch() as directory:
+        path = os.path.join(directory, "cp.pkl")
+        with open(path, "wb") as fh:
+            fh.write(bytes(blob))
+        kind, message = outcome(lambda: restore(path))
+    assert kind == "refused" and path in message, (kind, message)
+
+
+def test_the_undamaged_checkpoint_restores(a_checkpoint):
+    with scratch() as directory:
+        path = os.path.join(directory, "cp.pkl")
+        with open(path, "wb") as fh:
+            fh.write(a_checkpoint)
+        assert restore(path) is not None
+        from asyos.records.checkpoint import Checkpointer
+        with pytest.raises(InputError, match="belongs to another run"):
+            Checkpointer(path, None, {"problem": "p"}, resume=True, run_id=lambda: "run-b")

@@ -1,9 +1,9 @@
 """Checkpoints and resume (``asyos.records.checkpoint``, ``asyos.records.resume``): the file format and its checks,
 sequential OS and the staleness simulator interrupted at seeded random steps and resumed equal to
 the uninterrupted run bit for bit, and the CLI stopped by SIGTERM and continued with ``--resume``."""
+import hashlib
 import json
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -158,12 +158,13 @@ def test_another_problem_is_refused_naming_the_difference(tmp_path):
 def test_another_version_is_refused(tmp_path):
     path = saved_checkpoint(tmp_path)
     with open(path, "rb") as fh:
-        header = pickle.load(fh)
+        magic, _, line = fh.readline(), fh.readline(), fh.readline()
         rest = fh.read()
+    header = json.loads(line)
     header["asyos"] = "0.0.1"
-    with open(path, "wb") as fh:
-        pickle.dump(header, fh)
-        fh.write(rest)
+    line = json.dumps(header).encode() + b"\n"
+    with open(path, "wb") as fh:                          # a well-formed checkpoint of another version
+        fh.write(magic + hashlib.sha256(line).hexdigest().encode() + b"\n" + line + rest)
     with pytest.raises(InputError, match=r"written by asyos 0\.0\.1 .*rerun without --resume"):
         check_header(path, {"a": 1})
 
@@ -326,9 +327,9 @@ def test_a_signal_caught_inside_a_callback_from_c_is_raised_once_back_in_python(
 
 
 def test_a_stack_that_starts_in_an_import_is_a_callback_from_c():
-    """An import that C code started has importlib's frame outermost; what a handler raises there is
-    printed by C and dropped, so the signal is delivered again instead. An import from Python code has
-    the importing frame below it and is not."""
+    """An import that C code started has importlib's frame outermost, and importlib's own frames run
+    callbacks from C (its module locks' weakref callbacks); what a handler raises there is printed by C and
+    dropped, so the signal is delivered again instead. A module's own code, imported from Python, is not."""
     from types import SimpleNamespace as F
     from asyos.records.checkpoint import in_foreign_callback
 
@@ -337,11 +338,13 @@ def test_a_stack_that_starts_in_an_import_is_a_callback_from_c():
         for name in files:
             frame = F(f_code=F(co_filename=name), f_back=frame)
         return frame
-    handler = "/x/asyos/records/checkpoint.py"
-    assert in_foreign_callback(stack("<frozen importlib._bootstrap>", "/x/numpy/__init__.py", handler))
-    assert not in_foreign_callback(stack("/x/asyos/cli/run.py", "<frozen importlib._bootstrap>", handler))
-    assert not in_foreign_callback(stack("/x/asyos/cli/run.py", handler))
-    assert in_foreign_callback(stack("/x/asyos/cli/run.py", "/x/llvmlite/binding/ffi.py", handler))
+    # the last name is the frame the signal interrupted
+    assert in_foreign_callback(stack("<frozen importlib._bootstrap>", "/x/numpy/__init__.py"))
+    assert in_foreign_callback(stack("/x/asyos/cli/run.py", "<frozen importlib._bootstrap>"))
+    assert not in_foreign_callback(stack("/x/asyos/cli/run.py", "<frozen importlib._bootstrap>",
+                                         "/x/numpy/__init__.py"))
+    assert not in_foreign_callback(stack("/x/asyos/cli/run.py", "/x/asyos/runs/pipeline.py"))
+    assert in_foreign_callback(stack("/x/asyos/cli/run.py", "/x/llvmlite/binding/ffi.py", "/x/numba/core.py"))
 
 
 LATE_COPY = """
@@ -371,3 +374,49 @@ def test_a_late_copy_of_the_stop_signal_does_not_kill_a_rank_that_exits_after_sa
     proc = subprocess.run([sys.executable, "-c", LATE_COPY], capture_output=True, text=True, timeout=60, env=env)
     assert proc.stdout == "alive\n", proc.stderr
     assert proc.returncode == -signal.SIGTERM, proc.stderr
+
+
+def test_resume_refuses_a_damaged_or_another_runs_checkpoint_with_one_line(tmp_path, monkeypatch, capsys):
+    """A flipped byte, a truncation, or the checkpoint of another run of the same settings (files swapped
+    between two directories): exit 2 and one line naming the file, before anything is restored; the
+    intact checkpoint then resumes to the end."""
+    from asyos.cli.run import main
+    args = ["--algorithm", "b-arda", "--synthetic", "classification", "--n-samples", "3000", "--n-features", "300",
+            "--n-informative", "6", "--budget", "6", "--passes", "3", "--checkpoint-every", "0", "--quiet",
+            "--no-picture"]
+    monkeypatch.setenv("ASYOS_STOP_AFTER_POLLS", "2")
+    for name in ("a", "b"):
+        assert main([*args, "--output", str(tmp_path / name)]) == 143
+    monkeypatch.delenv("ASYOS_STOP_AFTER_POLLS")
+    capsys.readouterr()
+    mine, theirs = tmp_path / "a" / "checkpoint.pkl", tmp_path / "b" / "checkpoint.pkl"
+    original = mine.read_bytes()
+    flipped = bytearray(original)
+    flipped[-50] ^= 0x10
+    for blob, said in ((theirs.read_bytes(), "belongs to another run"), (bytes(flipped), "damaged"),
+                       (original[:len(original) // 2], "truncated")):
+        mine.write_bytes(blob)
+        assert main(["--resume", str(tmp_path / "a")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and said in err[0] and str(mine) in err[0], err
+    mine.write_bytes(original)
+    assert main(["--resume", str(tmp_path / "a"), "--quiet"]) == 0
+    assert json.loads((tmp_path / "a" / "results.json").read_text()).get("status") != "interrupted"
+    assert not mine.exists()                                   # a finished run drops its checkpoint
+
+
+def test_resume_takes_quiet_or_verbose_whatever_the_run_was_made_with(tmp_path, monkeypatch, capsys):
+    """``--resume DIR -q`` after a run made with ``-v`` (it failed: "--quiet and --verbose contradict each
+    other"), and ``-v`` after ``-q``."""
+    from asyos.cli.run import main
+    args = ["--algorithm", "b-arda", "--synthetic", "classification", "--n-samples", "3000", "--n-features", "300",
+            "--n-informative", "6", "--budget", "6", "--passes", "3", "--checkpoint-every", "0", "--no-picture"]
+    for made, then in (("-v", "-q"), ("-q", "-v")):
+        out = tmp_path / made.strip("-")
+        monkeypatch.setenv("ASYOS_STOP_AFTER_POLLS", "2")
+        assert main([*args, made, "--output", str(out)]) == 143
+        monkeypatch.delenv("ASYOS_STOP_AFTER_POLLS")
+        capsys.readouterr()
+        assert main(["--resume", str(out), then]) == 0, capsys.readouterr().err
+        printed = capsys.readouterr().out
+        assert (printed == "") == (then == "-q")

@@ -21,7 +21,7 @@ import traceback
 from typing import NoReturn  # noqa: F401  (the annotations below)
 
 from ..records.checkpoint import RunInterrupted
-from ..errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, InputError
+from ..errors import EXIT_INTERNAL, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE, InputError, OutputError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -161,6 +161,12 @@ def _mpi_world():
         from mpi4py import MPI
     except ImportError:
         raise InputError("running under mpiexec needs mpi4py: pip install 'asyos[mpi]'") from None
+    # MPI_Init returns once every rank of the node has attached MPICH's shared-memory segments: their files
+    # can go now, so that no fault later (set-up included, under load) leaves them in /dev/shm, where they
+    # hold RAM until reboot (8 were left after the fault tests beside two CPU-bound processes)
+    from ..distributed.supervisor import note_settled, shared_memory_segments, unlink_segments
+    unlink_segments(shared_memory_segments())
+    note_settled()
     return MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
 
 
@@ -178,6 +184,8 @@ def main(argv=None) -> int:
         status = _main(argv)
     finally:
         StopSignals.uninstall()
+        from ..records.output_lock import release_outputs
+        release_outputs()                       # the run's --output is free again (asyos.records.output_lock)
     supervisor.run_ended()
     return status
 
@@ -217,6 +225,11 @@ def _main(argv) -> int:
         if rank == 0:
             print(f"asyos: error: {exc}", file=sys.stderr, flush=True)
         return EXIT_USAGE
+    except OutputError as exc:                  # raised by the rank that writes the file
+        if comm is not None:                    # the job cannot go on without this rank: end it
+            _abort(comm, rank, f"failed: {exc}", EXIT_OUTPUT)
+        print(f"asyos: error: {exc}", file=sys.stderr, flush=True)
+        return EXIT_OUTPUT
     except SystemExit as exc:
         if isinstance(exc, CommandLineExit) or not _env.launched_by_mpi():  # --help on every rank, or one process
             from ..distributed.supervisor import run_ended

@@ -97,6 +97,9 @@ class SharedState:
         n_doubles = self.q * stride + n_counters + self.q * weight_stride + n_base
         self._win = MPI.Win.Allocate_shared(8 * n_doubles if comm.Get_rank() == 0 else 0, 8, comm=comm)
         buffer, _ = self._win.Shared_query(0)
+        comm.Barrier()                  # every rank of the node has mapped the window: its file can go
+        from .supervisor import shared_memory_segments, unlink_segments
+        unlink_segments(shared_memory_segments())   # no segment outlives the job, however it ends
         memory = np.ndarray(buffer=buffer, dtype=np.float64, shape=(n_doubles,))
         if comm.Get_rank() == 0:
             memory[:] = 0.0

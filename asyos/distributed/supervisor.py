@@ -36,6 +36,7 @@ import time
 
 CHILD_ENV = "ASYOS_SUPERVISED_STATUS_FD"
 FINISHED = b"finished"
+SETTLED = b"settled"
 SEGMENT = b"segment "
 STOPPING = b"stopping"
 STOP_GRACE = 10.0       # seconds a rank has to take up a forwarded stop signal (see the module docstring)
@@ -100,12 +101,15 @@ def supervise():
     notes = _Notes(read_end)
     for sig in _FORWARDED:
         signal.signal(sig, notes.forward(child))
-    status = _wait(child, rank, notes)
+    status = _wait(child, rank, notes, launcher=os.getppid())
     notes.read_rest()
     if status is not None and status >= 0 and FINISHED in notes.lines:     # the run ended through main
         return status
     # the child could not clean up after itself
     unlink_segments(n[len(SEGMENT):].decode() for n in notes.lines if n.startswith(SEGMENT))
+    unlink_segments(notes.mapped)
+    if notes.orphaned:                          # its launcher is gone: no one to ask, no one to tell
+        return LAUNCHER_LOST
     if status is None:                          # frozen or deaf to a stop signal, reported and killed
         code = 1
     elif notes.deaf:                            # killed for not taking up a stop: the stop's exit code
@@ -121,8 +125,31 @@ def supervise():
         code = status or 1
     sys.stderr.flush()
     time.sleep(OUTPUT_GRACE)
+    unlink_segments(_siblings_segments())       # hydra's clean-up kills the other supervisors before they can
     ask_launcher_to_abort(code)
     return code
+
+
+def _siblings_segments() -> set:
+    """The ``/dev/shm`` files the processes our launcher started (the other ranks' supervisors and their
+    ranks) map now. When this rank ends the job, hydra's clean-up SIGKILLs every other supervisor with its
+    rank, so none of them unlinks what it saw: a rank that left before MPI was up left MPICH's segments of
+    the ranks still in ``MPI_Init``."""
+    def children(pid):
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as fh:
+                return [int(c) for c in fh.read().split()]
+        except (OSError, ValueError):
+            return []
+    found = set()
+    for supervisor in children(os.getppid()):
+        for pid in (supervisor, *children(supervisor)):
+            try:
+                with open(f"/proc/{pid}/maps") as fh:
+                    found.update(line.split(None, 5)[5].strip() for line in fh if " /dev/shm/" in line)
+            except (OSError, IndexError):
+                continue
+    return {p for p in found if not p.endswith("(deleted)")}
 
 
 # Seconds between the supervisor's line and its abort request. hydra's proxy reads the supervisor's
@@ -164,6 +191,8 @@ FROZEN_AFTER = 8.0          # seconds a rank may stay stopped by SIGSTOP: past t
 
 
 POLL_S = 0.1               # how often the supervisor looks at its child (it sleeps in between)
+SCAN_LATE_S = 2.0          # how often it reads the child's mappings once MPI has started (``watch_segments``)
+LAUNCHER_LOST = 1          # the supervisor's status when its launcher is gone (no one reads it)
 
 
 class _Notes:
@@ -177,6 +206,9 @@ class _Notes:
         self.lines: list = []
         self.forwarded = None            # (signal, monotonic time) of the oldest stop not taken up
         self.deaf = False                # the child was killed for not taking one up
+        self.orphaned = False            # the child was killed because the launcher is gone
+        self.mapped: set = set()         # the /dev/shm files the child was seen mapping (``watch_segments``)
+        self._scanned = -1e9
 
     def forward(self, child):
         def handler(sig, _frame):
@@ -211,27 +243,72 @@ class _Notes:
         if STOPPING in complete:
             self.forwarded = None
 
+    def watch_segments(self, pid: int, now: float) -> None:
+        """Note the ``/dev/shm`` files ``pid`` maps: every poll until the child says its MPI start is behind
+        it (``settled``: every rank of its node attached, the files unlinked), every ``SCAN_LATE_S`` after
+        (a shared window made later). A rank killed while MPI starts, before it can note or unlink anything,
+        left MPICH's segments in ``/dev/shm`` (8 after the fault tests beside two CPU-bound processes); the
+        supervisor unlinks what it saw (``supervise``)."""
+        if now - self._scanned < (SCAN_LATE_S if SETTLED in self.lines else 0.0):
+            return
+        self._scanned = now
+        try:
+            with open(f"/proc/{pid}/maps") as fh:
+                self.mapped.update(line.split(None, 5)[5].strip() for line in fh if " /dev/shm/" in line)
+        except (OSError, IndexError):
+            pass
+        self.mapped = {p for p in self.mapped if not p.endswith("(deleted)")}
+
     def deaf_for(self, now: float) -> float:
         """Seconds since a forwarded stop signal the child has not taken up (0 if none)."""
         return 0.0 if self.forwarded is None else now - self.forwarded[1]
 
 
 def _kill(child, rank, why) -> None:
-    sys.stderr.write(f"asyos: rank {rank} (pid {child.pid}) {why}; ending the job\n")
-    sys.stderr.flush()
+    try:
+        sys.stderr.write(f"asyos: rank {rank} (pid {child.pid}) {why}; ending the job\n")
+        sys.stderr.flush()
+    except OSError:                 # the launcher that read it is gone (a broken pipe)
+        pass
     child.kill()
     os.waitpid(child.pid, 0)
     child.returncode = -signal.SIGKILL
 
 
-def _wait(child, rank, notes):
+def _leave_note(rank, line) -> None:
+    """``line`` in the run's ``--output`` directory (else the temporary directory), named as a failed rank's
+    traceback is (``asyos.distributed.watch.write_traceback``): the launcher that would have carried it to
+    the terminal is gone, and mpiexec says only that its proxy closed."""
+    import tempfile
+    args, directory = sys.argv[1:], None
+    for i, arg in enumerate(args):
+        if arg in ("--output", "--resume") and i + 1 < len(args):
+            directory = args[i + 1]
+        elif arg.startswith(("--output=", "--resume=")):
+            directory = arg.split("=", 1)[1]
+    for where in (directory, tempfile.gettempdir()):
+        if where:
+            try:
+                with open(os.path.join(where, f"asyos-rank{rank}-traceback-{os.getpid()}.txt"), "w") as fh:
+                    fh.write(line)
+                return
+            except OSError:
+                continue
+
+
+def _wait(child, rank, notes, launcher=None):
     """The child's exit status (negative: killed by that signal), like ``Popen.wait``; ``None``
     for a child reported and killed because
     * it was stopped by ``SIGSTOP`` for ``FROZEN_AFTER`` seconds (it could never answer the other
       ranks, and nothing else ends a job whose rank is stopped between two of their deadlines,
       e.g. while loading or after the workers were released); a stop by the terminal
       (``SIGTSTP``, Ctrl-Z) is the user's pause and is left alone;
-    * or it did not take up a forwarded stop signal within ``STOP_GRACE`` seconds (``_Notes``).
+    * or it did not take up a forwarded stop signal within ``STOP_GRACE`` seconds (``_Notes``);
+    * or its ``launcher`` (hydra's proxy, the supervisor's parent) is gone: the proxy was killed or its
+      node lost. The rank would run on, orphaned, keeping the job's other ranks waiting on it or running to
+      an end no one collects (a SIGKILL of the proxy ended the job after 83-129 s, exit 255, no line of
+      ours); killed, it falls silent and the ranks that remain end the job in seconds (the central rank's
+      watchdog names it, or a worker's names the central rank).
     The supervisor polls every ``POLL_S`` seconds and sleeps in between."""
     stopped_at = None
     while True:
@@ -249,7 +326,15 @@ def _wait(child, rank, notes):
         if stopped_at is not None and now - stopped_at >= FROZEN_AFTER:
             _kill(child, rank, f"was stopped (SIGSTOP) for {FROZEN_AFTER:g} s")
             return None
+        if launcher is not None and os.getppid() != launcher:
+            notes.orphaned = True
+            why = (f"lost its launcher (hydra's proxy, pid {launcher}, on {os.uname().nodename}): the proxy was "
+                   f"killed or its node is gone")
+            _kill(child, rank, why)
+            _leave_note(rank, f"asyos: rank {rank} (pid {child.pid}) {why}; ending the job\n")
+            return None
         notes.poll()
+        notes.watch_segments(child.pid, now)
         if notes.deaf_for(now) >= STOP_GRACE and stopped_at is None:
             name = signal.Signals(notes.forwarded[0]).name
             notes.deaf = True
@@ -330,6 +415,17 @@ def note_stopping(_signum=None) -> None:
         os.write(int(fd), b"\n" + STOPPING + b"\n")
     except OSError:
         pass
+
+
+def note_settled() -> None:
+    """In a supervised child: MPI has started and its shared-memory files are unlinked (``_Notes.watch_segments``
+    then reads the child's mappings less often)."""
+    fd = os.environ.get(CHILD_ENV)
+    if fd is not None:
+        try:
+            os.write(int(fd), SETTLED + b"\n")
+        except OSError:
+            pass
 
 
 def note_segments(paths) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from ..errors import EXIT_CENTRAL_LOST, EXIT_USAGE, EXIT_WORKER_FAILED, EXIT_WORKER_LOST
+from ..errors import EXIT_CENTRAL_LOST, EXIT_OUTPUT, EXIT_USAGE, EXIT_WORKER_FAILED, EXIT_WORKER_LOST
 from ..learners.protocol.wire import TAG_ALIVE, TAG_ERROR, TAG_FINAL, TAG_SHUTDOWN
 from .transport import Backoff, Deadline, abort_job, wait_all
 
@@ -65,6 +65,8 @@ class Watch:
             report = comm.recv(source=source, tag=TAG_ERROR)
             if report["input_error"] is not None:
                 abort_job(comm, EXIT_USAGE, f"asyos: error: worker rank {report['rank']}: {report['input_error']}")
+            if report.get("output_error") is not None:        # a full disk: nothing to trace
+                abort_job(comm, EXIT_OUTPUT, f"asyos: error: worker rank {report['rank']}: {report['output_error']}")
             where = write_traceback(self.report_dir, report["rank"], report["traceback"])
             abort_job(comm, EXIT_WORKER_FAILED, f"asyos: worker rank {report['rank']} failed: {report['error']}; "
                                                 f"ending the job (traceback: {where})")

@@ -224,57 +224,22 @@ class BudgetedSelector(SelectorMixin, Estimator):
         return f"check its step size and regularization{f' ({shown})' if shown else ''}, or scale the features"
 
     def check_selection(self, X, y):
-        """The warnings (``SelectionWarning``) a model fitted on ``(X, y)`` deserves: fewer features
-        with a non-zero weight than ``budget``; for a classifier, one class predicted for every sample
-        of ``X``, or an accuracy on ``X`` below the majority-class rate of ``y``; for a regressor, an
-        R^2 on ``X`` below 0. Returns their texts (each also issued); ``fit`` calls it on its training
-        data (``y=None``: the number of features only)."""
+        """The warnings (``SelectionWarning``) a model fitted on ``(X, y)`` deserves (``selection_notes``);
+        ``fit`` calls it on its training data (``y=None``: the number of features only). Returns their
+        texts (each also issued)."""
         name = getattr(self, "algorithm_name", type(self).__name__)
-        notes = []
-        budget = getattr(self, "budget", None)
-        kept = _n_weighted(self)
-        if isinstance(budget, numbers.Integral) and kept < budget:
-            notes.append(f"{name} selected {kept} of its budget of {budget} features (non-zero weights); "
-                         f"{self._suspect_hint()}")
-        if y is not None and self._task() == "classification" and getattr(self, "classes_", None) is not None:
-            notes += self._prediction_notes(name, X, y)
-        elif y is not None and self._task() == "regression":
-            notes += self._regression_notes(name, X, y)
+        task = self._task()
+        u = None
+        if y is not None and (task == "regression" or getattr(self, "classes_", None) is not None):
+            with np.errstate(all="ignore"):
+                u = _training_decision(self, X)
+        n_features = getattr(self, "n_features_in_", None)
+        notes = selection_notes(name, getattr(self, "budget", None), _n_weighted(self), task, y, u,
+                                getattr(self, "classes_", None), n_features, hasattr(self, "intercept_"),
+                                self._suspect_hint)
         for note in notes:
             warnings.warn(note, SelectionWarning, stacklevel=3)
         return notes
-
-    def _regression_notes(self, name, X, y):
-        """Regression's majority-class rate: a training R^2 below 0 (worse than predicting the mean)."""
-        y = np.ravel(np.asarray(y, dtype=np.float64))
-        spread = float(np.sum((y - y.mean()) ** 2)) if y.size > 1 else 0.0
-        if spread == 0.0:
-            return []
-        with np.errstate(all="ignore"):
-            r2 = 1.0 - float(np.sum((y - _training_decision(self, X)) ** 2)) / spread
-        if r2 >= 0.0:
-            return []
-        centre = "" if hasattr(self, "intercept_") else \
-            f"; it fits no intercept and the mean of y is {y.mean():.3g}: centre y"
-        return [f"{name}'s training R^2 is {r2:.3g}: predicting the mean of y would do better{centre}; "
-                f"{self._suspect_hint()}"]
-
-    def _prediction_notes(self, name, X, y):
-        y = np.ravel(np.asarray(y))
-        if y.size < 2:
-            return []
-        _, counts = np.unique(y, return_counts=True)
-        predicted = self.classes_[(_training_decision(self, X) >= 0.0).astype(np.intp)]
-        correct = int(np.count_nonzero(predicted == y))
-        accuracy, majority = correct / y.size, counts.max() / y.size
-        shown = f"training accuracy {accuracy:.3f}, majority-class rate {majority:.3f}"
-        if np.unique(predicted).size == 1 and counts.size > 1:
-            return [f"{name} predicts {predicted[0]} for every one of its {y.size} training samples ({shown}) "
-                    f"with {_n_weighted(self)} features; {self._suspect_hint()}"]
-        if correct < counts.max():
-            return [f"{name}'s {shown}: predicting the most frequent class would do better; "
-                    f"{self._suspect_hint()}"]
-        return []
 
     def _fit_data(self, X, y):
         """Parameters, then ``X`` (float64, dense or CSR) and the labels, the loss resolved
@@ -342,6 +307,56 @@ class BudgetedSelector(SelectorMixin, Estimator):
         support = self.support_
         out = X[:, support] @ self.coef_[support]
         return np.asarray(out, dtype=float).ravel() + getattr(self, "intercept_", 0.0)
+
+
+def selection_notes(name, budget, kept, task, y=None, u=None, classes=None, n_features=None, intercept=True,
+                    hint=lambda: "") -> list:
+    """The doubts a fitted model deserves, in one wording for every learner and every way of running (the
+    estimators' ``check_selection``, the central rank of an MPI run on its ``u_C``): fewer features with a
+    non-zero weight than ``budget``; on the training data (labels ``y``, decision values ``u``), for a
+    classifier one class predicted for every sample or an accuracy below the majority-class rate, for a
+    regressor an R^2 below 0; and, with at least as many features as samples, a model that fits the training
+    samples exactly (the selection may not generalise: OS fitted 280 rows of a 100,000-feature set with a
+    training objective of 5e-30 and predicted below the majority rate on the test rows, with no warning).
+    ``hint()``: what to change (the learner's parameters)."""
+    notes = []
+    if isinstance(budget, numbers.Integral) and kept < budget:
+        notes.append(f"{name} selected {kept} of its budget of {budget} features (non-zero weights); {hint()}")
+    if y is None or u is None:
+        return notes
+    y = np.ravel(np.asarray(y))
+    u = np.ravel(np.asarray(u, dtype=np.float64))
+    if y.size < 2:
+        return notes
+    exact = False
+    if task == "classification" and classes is not None:
+        _, counts = np.unique(y, return_counts=True)
+        predicted = np.asarray(classes)[(u >= 0.0).astype(np.intp)]
+        correct = int(np.count_nonzero(predicted == y))
+        accuracy, majority = correct / y.size, counts.max() / y.size
+        shown = f"training accuracy {accuracy:.3f}, majority-class rate {majority:.3f}"
+        if np.unique(predicted).size == 1 and counts.size > 1:
+            notes.append(f"{name} predicts {predicted[0]} for every one of its {y.size} training samples ({shown}) "
+                         f"with {kept} features; {hint()}")
+        elif correct < counts.max():
+            notes.append(f"{name}'s {shown}: predicting the most frequent class would do better; {hint()}")
+        exact = correct == y.size and counts.size > 1
+    elif task == "regression":
+        y = y.astype(np.float64)
+        spread = float(np.sum((y - y.mean()) ** 2))
+        if spread > 0.0:
+            with np.errstate(all="ignore"):
+                r2 = 1.0 - float(np.sum((y - u) ** 2)) / spread
+            if r2 < 0.0:
+                centre = "" if intercept else f"; it fits no intercept and the mean of y is {y.mean():.3g}: centre y"
+                notes.append(f"{name}'s training R^2 is {r2:.3g}: predicting the mean of y would do better"
+                             f"{centre}; {hint()}")
+            exact = r2 >= 1.0 - 1e-9
+    if exact and n_features is not None and n_features >= y.size:
+        notes.append(f"{name} fits its {y.size} training samples exactly with {kept} features of p = {n_features} "
+                     f">= n: the selection may not generalise; try a smaller budget, or choose it by validation "
+                     f"(a held-out split, cross_val_score)")
+    return notes
 
 
 def _n_weighted(estimator) -> int:

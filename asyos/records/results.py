@@ -85,6 +85,8 @@ def prepare_output_dir(directory: str, overwrite: bool = False, resume: bool = F
         raise InputError(f"cannot create output directory {directory!r}: {exc.strerror}") from None
     if not os.access(directory, os.W_OK | os.X_OK):
         raise InputError(f"output directory {directory!r} is not writable")
+    from .output_lock import lock_output
+    lock_output(directory)              # before anything in it is read or removed: one run at a time
     for name in ("results.json", "selection_log.csv"):
         path = os.path.join(directory, name)
         if os.path.isdir(path) and not overwrite:
@@ -153,16 +155,53 @@ def write_json_atomic(path: str, record) -> None:
         fh.write("\n")
 
 
+def _staged(path: str, write, mode: str = "w", **open_args) -> str:
+    """``write(fh)`` into a temporary file next to ``path``, flushed to disk; returns its name (the
+    caller renames it onto ``path``, or removes it)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=TEMPORARY_PREFIX, suffix="-" + os.path.basename(path), dir=directory)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+        with os.fdopen(fd, mode, **open_args) as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
 def write_results(directory: str, record: dict, log_rows=None) -> str:
+    """``results.json`` and (``log_rows``) ``selection_log.csv``: both written in full to temporary files
+    first, then renamed into place, the results last. A write that fails (a full disk) leaves the
+    directory as it was: each file complete or absent, and the results never without their log."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "results.json")
-    write_json_atomic(path, record)
-    if log_rows is not None:
-        from ..learners.substitution.asy_worker import SelectionLog
-        with atomic_file(os.path.join(directory, "selection_log.csv"), newline="") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(SelectionLog.FIELDS)
-            writer.writerows(log_rows)
+    staged = []
+    try:
+        if log_rows is not None:
+            from ..learners.substitution.asy_worker import SelectionLog
+
+            def write_log(fh):
+                writer = csv.writer(fh)
+                writer.writerow(SelectionLog.FIELDS)
+                writer.writerows(log_rows)
+            staged.append((_staged(os.path.join(directory, "selection_log.csv"), write_log, newline=""),
+                           os.path.join(directory, "selection_log.csv")))
+
+        def write_record(fh):
+            json.dump(to_jsonable(record), fh, indent=1)
+            fh.write("\n")
+        staged.append((_staged(path, write_record), path))
+    except BaseException:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+    for tmp, final in staged:                      # renames take no space: they do not fail on a full disk
+        os.replace(tmp, final)
     return path
 
 

@@ -69,7 +69,8 @@ def checkpointer_for(config, kind: Optional[str] = None) -> Optional[Checkpointe
             raise InputError("--resume needs the run's --output directory")
         return None
     return Checkpointer(checkpoint_path(config), _every(config), run_identity(config), resume=config.resume,
-                        stop_after=_stop_after(), time_limit=config.time_limit)
+                        stop_after=_stop_after(), time_limit=config.time_limit,
+                        run_id=lambda: run_id_of(config.output))
 
 
 def with_progress(checkpoint, what):
@@ -119,7 +120,8 @@ def rank_checkpointer(config, rank: int, size: int) -> Optional[Checkpointer]:
             raise InputError("--resume needs the run's --output directory")
         return None
     return Checkpointer(os.path.join(config.output, RANKS_DIR, f"rank-{rank}.pkl"), _every(config),
-                        {**run_identity(config), "ranks": size}, resume=config.resume, time_limit=config.time_limit)
+                        {**run_identity(config), "ranks": size}, resume=config.resume, time_limit=config.time_limit,
+                        run_id=lambda: run_id_of(config.output))
 
 
 def takes_checkpoint(estimator) -> bool:
@@ -147,11 +149,32 @@ def save_run_config(config) -> None:
     if not config.output or config.resume:
         return
     from .results import write_json_atomic
+    import secrets
     settings = config.as_dict()
     for name in ("data", "test_data", "costs"):       # --resume may run from another directory
         if settings.get(name) not in (None, "-"):
             settings[name] = os.path.abspath(settings[name])
-    write_json_atomic(os.path.join(config.output, CONFIG_FILE), settings)
+    settings[RUN_ID] = secrets.token_hex(8)             # this run's checkpoints carry it (records.checkpoint)
+    try:
+        write_json_atomic(os.path.join(config.output, CONFIG_FILE), settings)
+    except OSError as exc:                              # before any work: the directory is not usable
+        raise InputError(f"cannot write {os.path.join(config.output, CONFIG_FILE)}: {exc.strerror or exc}") from None
+
+
+RUN_ID = "run_id"
+
+
+def run_id_of(directory: Optional[str]) -> Optional[str]:
+    """The token of the run whose ``--output`` is ``directory`` (its ``run_config.json``), ``None`` when
+    there is none: every checkpoint of the run holds it, and a resume refuses one that holds another."""
+    if not directory:
+        return None
+    try:
+        with open(os.path.join(directory, CONFIG_FILE)) as fh:
+            value = json.load(fh).get(RUN_ID)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def resume_settings(directory: str, flags: dict) -> dict:
@@ -175,7 +198,10 @@ def resume_settings(directory: str, flags: dict) -> dict:
         raise InputError(f"--resume {directory}: {CONFIG_FILE} is not a settings table")
     if _finished(directory):
         raise InputError(f"--resume {directory}: that run finished (results.json); nothing to resume")
+    saved.pop(RUN_ID, None)                 # not a setting: the checkpoints' check reads it from the file
     saved["time_limit"] = None              # the stopped run's limit is spent: a resumed run takes its own
+    if "quiet" in flags or "verbose" in flags:  # -q after a run made with -v: the flag given decides both
+        saved.update(quiet=False, verbose=0)
     saved.update(flags, output=directory, resume=True)
     return saved
 

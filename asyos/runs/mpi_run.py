@@ -48,7 +48,7 @@ from ..data.sharding import shard_columns
 from ..data.synthetic import generates_columns, generates_test_columns
 from ..records.checkpoint import RunInterrupted, StopSignals
 from ..records.resume import rank_checkpointer
-from ..errors import EXIT_CENTRAL_LOST, EXIT_OK, EXIT_WORKER_FAILED, ConvergenceWarning, InputError
+from ..errors import EXIT_CENTRAL_LOST, EXIT_OK, EXIT_WORKER_FAILED, ConvergenceWarning, InputError, OutputError
 from ..data.columnar import is_column_matrix
 from ..learners.checks import columns_dense
 from ..utils.process_stats import bytes_read, peak_rss_bytes
@@ -334,7 +334,8 @@ def _raw_columns(shard, X, local, source):
 
 def _report_failure(comm, rank, exc):
     payload = {"rank": rank, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(),
-               "input_error": str(exc) if isinstance(exc, InputError) else None}
+               "input_error": str(exc) if isinstance(exc, InputError) else None,
+               "output_error": str(exc) if isinstance(exc, OutputError) else None}
     try:
         request = comm.isend(payload, dest=0, tag=TAG_ERROR)
         wait_object(request, Backoff(max_sleep=10e-3), 2.0)
@@ -439,6 +440,7 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
     metrics = evaluate(loss, coef, u_train, y, u_test, y_test if has_test else None, setup["true_coef"], selected)
     metrics["objective_selection"] = outcome.objective_selection
     metrics["objective_candidates"] = outcome.objective_candidates
+    notes += _doubts(config, problem, loss, y, u_train, int(np.count_nonzero(coef_sel)))
     wall_s = time.perf_counter() - t_start
     extra = _record_extras(config, finals, central, lipschitz, async_s, busy_s, oversubscribed, transport, theta,
                            steps_before, setup, options, plan, candidates, done, weights, intercept, notes)
@@ -449,6 +451,25 @@ def _central_results(config, setup, finals, central, lipschitz, trace, async_s, 
               **command_timing(t_start, load_s=setup["loaded_s"], connect_s=setup["connect_s"], async_s=async_s,
                                finish_s=finish_s)}
     return build_record(config, problem, "mpi", selected, coef_sel, metrics, timing, **extra)
+
+
+def _doubts(config, problem, loss, y, u_train, kept) -> list:
+    """The warnings one process gives its model (``asyos.learners.base.selection_notes``: fewer features
+    than the budget, one class, below the majority rate, an exact fit with p >= n), from ``u_C`` on the
+    training rows: printed and recorded as sequential OS's are. Before, Asy-OS under MPI selected 44 of 50
+    features on a gene-expression set without the warning sequential OS gave."""
+    from ..learners.base import selection_notes
+    from ..errors import SelectionWarning
+    from .summary import report_warnings
+    classes = np.array([-1.0, 1.0]) if loss.task == "classification" else None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        name = get_algorithm(config.algorithm).class_name        # the name one process's warnings give
+        for note in selection_notes(name, problem.budget, kept, loss.task, y, u_train, classes,
+                                    problem.n_features, True,
+                                    lambda: "check --passes and --ridge, or compare with one process (no mpiexec)"):
+            warnings.warn(note, SelectionWarning)
+    return report_warnings(caught)
 
 
 def _shard_warnings(finals) -> list:

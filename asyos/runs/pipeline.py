@@ -18,12 +18,13 @@ ends through the same ``publish``.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..errors import EXIT_OK, ConvergenceWarning
+from ..errors import EXIT_OK, ConvergenceWarning, OutputError
 
 
 @dataclass
@@ -70,6 +71,18 @@ def start(config, check: Optional[Callable] = None) -> float:
     return started
 
 
+@contextlib.contextmanager
+def output_errors(where: str):
+    """An ``OSError`` while the outputs are written (a full disk, a directory removed under the run) as
+    ``OutputError``: one line and ``EXIT_OUTPUT``, instead of a traceback. The checkpoint stays, so the
+    run can be resumed once there is room."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(f"cannot write the results to {where}: {exc.strerror or exc}; nothing of this run's "
+                          f"results was written (its last checkpoint, if any, is kept)") from None
+
+
 def publish(config, outcome: Outcome) -> int:
     """Step 7: print, save the model, write the results, finish, draw; returns the exit status."""
     from ..records.results import write_results
@@ -77,11 +90,13 @@ def publish(config, outcome: Outcome) -> int:
     from .report import draw_after_run
     if not config.quiet:
         print(outcome.summary, flush=True)
-    if outcome.save_model is not None:
-        outcome.save_model()
+    with output_errors(config.output or "the model file"):
+        if outcome.save_model is not None:
+            outcome.save_model()
+        if config.output:
+            more = outcome.files(config.output) if outcome.files is not None else []
+            path = write_results(config.output, outcome.record, outcome.selection_rows)   # the results last
     if config.output:
-        path = write_results(config.output, outcome.record, outcome.selection_rows)
-        more = outcome.files(config.output) if outcome.files is not None else []
         finished(config)
         if not config.quiet:
             print(f"  results: {path}" + "".join(f", {name}" for name in more), flush=True)

@@ -70,6 +70,7 @@ _SPECIAL_FILES = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a char
 # 2-core development machine): OS 70 B, OFS 22 B; the check refuses only what cannot fit
 STATE_BYTES_PER_FEATURE = {"substitution": 64}
 DEFAULT_STATE_BYTES_PER_FEATURE = 16
+SHARDING_BYTES_PER_FEATURE = 24     # every rank: arange(p) (8), its mixed hash (8), the mask (1), rounding
 
 
 def _check_sizes(config, source) -> None:
@@ -83,20 +84,32 @@ def _check_sizes(config, source) -> None:
     if getattr(source, "n_train", None) == 0:
         raise InputError(f"{where} has no samples (X has 0 rows)")
     from .. import _env
-    if _env.launched_by_mpi():                      # the ranks share the work; each checks its own allocations
-        return
     from ..data.dataset import check_fits_in_memory
     from ..registry import get_algorithm
     family = get_algorithm(config.algorithm).family
+    mpi = _env.launched_by_mpi()
+    if mpi and family != "substitution":           # the running averages check their own p x p allocations
+        return
     per_feature = STATE_BYTES_PER_FEATURE.get(family, DEFAULT_STATE_BYTES_PER_FEATURE)
     p = int(source.n_features)
-    need = p * per_feature
+    rows = source.n_train + source.n_test_samples if isinstance(source, SyntheticSource) else 0
     what = f"p = {p} features" + (" (--n-features)" if config.n_features is not None else "") + \
         f": --algorithm {config.algorithm} (about {per_feature} bytes per feature"
-    if isinstance(source, SyntheticSource):        # generated dense: X (and its test split) are held
-        need += (source.n_train + source.n_test_samples) * p * 8
+    if rows:                                       # generated dense: X (and its test split) are held
         what += f", plus the synthetic X of {source.n_train} + {source.n_test_samples} test rows in float64"
-    check_fits_in_memory(need, what + ")")
+    if not mpi:
+        check_fits_in_memory(p * (per_feature + 8 * rows), what + ")")
+        return
+    # Asy-OS under mpiexec: each worker holds its shard (a share of the columns, their state and, generated,
+    # their values) and every rank the O(p) index arrays of the sharding (``SHARDING_BYTES_PER_FEATURE``);
+    # the ranks of one node share its memory. Before, --n-features 1e9 grew to 2.3 GB before a worker was
+    # refused, and 1e10 ended in a MemoryError traceback from every worker.
+    size, local = _env.launched_ranks()
+    share = -(-p // max(size - 1, 1))
+    need = local * (p * SHARDING_BYTES_PER_FEATURE + share * (per_feature + 8 * rows))
+    check_fits_in_memory(need, what + f"; under mpiexec, {local} ranks on this node, each with the sharding's "
+                                      f"{SHARDING_BYTES_PER_FEATURE} bytes per feature and a worker's "
+                                      f"{share} columns)")
 
 
 def label_column(config) -> str:

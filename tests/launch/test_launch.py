@@ -219,3 +219,33 @@ def test_a_ridge_under_mpi_penalises_the_workers_and_the_refit(tmp_path):
     np.testing.assert_allclose(record["coef"], coef, rtol=1e-8)
     assert record["intercept"] == pytest.approx(b, rel=1e-8, abs=1e-12)
     assert record["step_size"] == pytest.approx(0.5 / (record["lipschitz"] + 0.5))
+
+
+@pytest.mark.parametrize("n_features", ["1000000000", "10000000000"])
+def test_a_declared_size_that_cannot_fit_is_refused_before_anything_is_allocated(n_features):
+    """Each rank estimates what its node's ranks would hold (a worker's share of the generated columns and
+    their state, the sharding's index arrays) before it allocates: exit 2 and one line. Before, 1e9
+    features grew to 2.3 GB before a worker was refused and 1e10 ended in a MemoryError traceback."""
+    rc, out, err, _ = asyos_run(3, "--n-features", n_features, timeout=60)
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "of memory needed" in lines[0] and "ranks on this node" in lines[0], err
+
+
+def test_mpi_warns_as_one_process_does(tmp_path):
+    """The central rank checks the final model on u_C as the estimators check theirs: the same warning, in
+    the same words, printed once and in results.json (an exact fit of 60 rows with 30 of 600 features)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 600))
+    y = np.where(X[:, :3].sum(axis=1) + rng.normal(size=60) > 0, 1.0, -1.0)
+    np.savez(tmp_path / "d.npz", X=X, y=y)
+    rc, out, err, _ = asyos_run(3, "--data", str(tmp_path / "d.npz"), "--budget", "30", "--output",
+                                str(tmp_path / "mpi"))
+    assert rc == 0, err
+    said = [line for line in err.splitlines() if "fits its 60 training samples exactly" in line]
+    assert len(said) == 1 and said[0].startswith("asyos: warning: OnlineSubstitution fits"), err
+    record = json.loads((tmp_path / "mpi" / "results.json").read_text())
+    assert said[0].removeprefix("asyos: warning: ") in record["warnings"]
+    from asyos import OnlineSubstitution
+    with pytest.warns(UserWarning, match="fits its 60 training samples exactly with 30 features of p = 600"):
+        OnlineSubstitution(budget=30).fit(X, y)
