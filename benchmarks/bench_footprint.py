@@ -7,7 +7,7 @@ and each rank's peak memory in a default run.
   what every install carried then.
 * **Import time and memory**: each module imported alone in a fresh interpreter (``-c "import M"``,
   ``OPENBLAS_NUM_THREADS=1``), best of ``repeats`` for the time (the machine's noise only adds), and the
-  process's peak resident memory after it (``ru_maxrss``). ``python`` alone is the interpreter's floor.
+  process's peak resident memory after it (``VmHWM``). ``python`` alone is the interpreter's floor.
   ``RANK`` is what an MPI rank imports before it reads its shard (``tests/test_layering.py`` checks that a
   worker rank's set-up imports neither scikit-learn nor pyarrow).
 * **Ranks**: ``mpiexec -n 3 python -m asyos.run`` and one process on the default problem; each rank's
@@ -33,8 +33,11 @@ MODULES = ("numpy", "scipy", "numba", "mpi4py.MPI", "sklearn", "pyarrow", "matpl
            "asyos.cli.run", RANK)
 EXTRAS = ("mpi", "plot", "parquet")
 MB = 1024 * 1024
-PROBE = ("import resource, sys, time; t = time.perf_counter(); {imp}; dt = time.perf_counter() - t; "
-         "print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)")
+# the peak from /proc/self/status (VmHWM: this image's high-water mark); ru_maxrss would carry over the
+# parent's resident size from before the exec (Linux keeps it across execve)
+PROBE = ("import time; t = time.perf_counter(); {imp}; dt = time.perf_counter() - t; "
+         "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]; "
+         "print(dt, int(hwm) * 1024)")
 
 
 def _name(requirement: str) -> str:

@@ -325,8 +325,8 @@ def _interrupted(comm, rank, exc, config):
     import time
     from ..distributed.transport import abort_job
     from ..records.resume import report_interrupted
-    if rank != 0:
-        time.sleep(INTERRUPT_GRACE)
+    if rank != 0:                       # staggered by rank: the first one stopped speaks, its abort ends the rest
+        time.sleep(INTERRUPT_GRACE + (rank - 1) * LATER_WORKERS_S)
     elif config is not None:
         report_interrupted(config, exc, f"mpiexec -n {comm.Get_size()} ", quiet=True)
     from ..records.checkpoint import signal_name
@@ -335,6 +335,8 @@ def _interrupted(comm, rank, exc, config):
 
 
 INTERRUPT_GRACE = 3.0
+LATER_WORKERS_S = 1.0       # each worker waits this much longer than the one before it (a stop as the job
+                            # ended, when rank 0 had finished, gave a line from each worker)
 
 
 def _abort(comm, rank, what, code):
@@ -353,9 +355,18 @@ def exit_now(status: int) -> "NoReturn":
     exception out of ``main``) leaves the usual way, as does a platform without a C library to call."""
     _flush()
     mpi = sys.modules.get("mpi4py.MPI")
+    stops = _stops_while_ending()
     if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+        rank = mpi.COMM_WORLD.Get_rank()
         mpi.Finalize()
+    else:
+        rank = 0
     atexit._run_exitfuncs()
+    if stops and status == EXIT_OK and rank == 0:   # the run had ended, its results stand: the stop is the status
+        from ..records.checkpoint import signal_name
+        status = 128 + stops[0]
+        print(f"asyos: stopped by {signal_name(stops[0])} as the job ended; its results were written",
+              file=sys.stderr)
     _flush()
     try:
         import ctypes
@@ -363,6 +374,28 @@ def exit_now(status: int) -> "NoReturn":
     except (OSError, AttributeError, TypeError):
         pass
     sys.exit(status)
+
+
+def _stops_while_ending() -> list:
+    """SIGINT / SIGTERM after ``main`` returned (a rank in ``MPI_Finalize``, waiting for the central rank
+    to write the results) are noted, not raised: a Ctrl-C there gave each worker a ``KeyboardInterrupt``
+    traceback from ``Finalize``, and SIGTERM killed them ("rank 2 was killed by signal 15" from each
+    supervisor). The supervisor is told the rank takes it up (``note_stopping``); the list receives them,
+    and rank 0 ends with the stop's status and one line (``exit_now``)."""
+    import signal
+    from ..distributed.supervisor import note_stopping
+    stops = []
+
+    def note(signum, _frame):
+        if not stops:
+            note_stopping(signum)
+        stops.append(signum)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(sig, note)
+        except ValueError:                      # not the main thread: nothing to route
+            return stops
+    return stops
 
 
 def _flush() -> None:

@@ -75,12 +75,13 @@ def test_a_job_stopped_half_way_resumes_with_its_steps_and_its_quality(tmp_path,
 
 def test_a_stop_without_output_ends_the_job_with_143(tmp_path):
     # SIGTERM once the central rank's first progress line shows the asynchronous phase under way (a fixed
-    # sleep raced the job's own length: it ends in about 5 s on an idle machine)
+    # sleep raced the job's own length: it ends in about 5 s on an idle machine); 100 passes: with 10 the
+    # workers, at 500,000 steps/s on an idle machine, finished before the first line (0.3 s)
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONPATH=REPO, ASYOS_PROGRESS_EVERY="0.3")
     log = tmp_path / "stderr.txt"
     with open(log, "w") as fh:
         proc = subprocess.Popen([MPIEXEC, "-n", "3", sys.executable, "-m", "asyos.run", *PROBLEM,
-                                 "--passes", "10", "--trace-every", "1", "-v"],
+                                 "--passes", "100", "--trace-every", "1", "-v"],
                                 stdout=subprocess.PIPE, stderr=fh, text=True, env=env, cwd=REPO,
                                 start_new_session=True)
     try:
