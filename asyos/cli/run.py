@@ -182,6 +182,7 @@ def main(argv=None) -> int:
     StopSignals.install(supervisor.note_stopping)   # SIGTERM / Ctrl-C: save a checkpoint, then stop (records.resume)
     try:
         status = _main(argv)
+        status = _stop_not_taken_up(status, StopSignals)
     finally:
         StopSignals.uninstall()
         from ..records.output_lock import release_outputs
@@ -374,6 +375,20 @@ def exit_now(status: int) -> "NoReturn":
     except (OSError, AttributeError, TypeError):
         pass
     sys.exit(status)
+
+
+def _stop_not_taken_up(status: int, signals) -> int:
+    """A stop requested while a loop watched for it (``polling``) but after the loop's last poll (the central
+    rank's finish, the workers' wait to be released) was recorded and never acted on: the job ended 0 with
+    no line for a Ctrl-C during its last second. The run's results stand; the status is the stop's, and
+    rank 0 says so once."""
+    if status != EXIT_OK or signals.requested is None or signals.raised:
+        return status
+    from ..records.checkpoint import signal_name
+    if os.environ.get("PMI_RANK", "0") == "0":
+        print(f"asyos: stopped by {signal_name(signals.requested)} as the job ended; its results were written",
+              file=sys.stderr, flush=True)
+    return 128 + signals.requested
 
 
 def _stops_while_ending() -> list:
