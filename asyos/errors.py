@@ -39,6 +39,12 @@ class SelectionWarning(ConvergenceWarning):
     prints it and writes it into the results record."""
 
 
+class InputWarning(ConvergenceWarning):
+    """The input was read, but part of it was left out or its reading guessed: ``.npz`` members not read,
+    a libsvm file read as 0-based because index 0 appears a few times. Printed by the CLI and recorded in
+    ``results.json`` as the learners' warnings are."""
+
+
 class StepSizeWarning(ConvergenceWarning):
     """The learner's default step (``eta="auto"``, ``gamma="auto"``) diverged on the data and was
     reduced until the fit was finite (``asyos.learners.stream.auto_step``)."""

@@ -268,3 +268,31 @@ def test_a_stream_keeps_its_step_and_names_it_when_it_diverges(large_rows):
         for _ in range(80):                                 # partial_fit cannot go back: no reduction
             model.partial_fit(X, y)
     assert model.eta_ == 0.03
+
+
+def test_input_read_in_part_or_by_a_guess_is_warned_of_and_recorded(tmp_path, capsys):
+    """An ``.npz`` with members the reader leaves out (an X_test without its y_test, another array), and a
+    libsvm file read as 0-based because index 0 appears once: one ``asyos: warning:`` line each, in
+    ``results.json`` too (they were read without a word). A file whose 0-based indices are common is not
+    warned of."""
+    from asyos.cli.run import main
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 30))
+    y = X[:, :3].sum(axis=1)
+    np.savez(tmp_path / "extra.npz", X_train=X, y_train=y, X_test=X[:20], extra=np.ones(3))
+    rows = [" ".join([f"{y[i]:g}"] + [f"{j + 1}:{X[i, j]:g}" for j in range(5)]) for i in range(200)]
+    (tmp_path / "stray.svm").write_text("\n".join([rows[0] + " 0:1.5", *rows[1:]]) + "\n")
+    zero_based = [" ".join([f"{y[i]:g}"] + [f"{j}:{X[i, j]:g}" for j in range(5)]) for i in range(200)]
+    (tmp_path / "zero.svm").write_text("\n".join(zero_based) + "\n")
+    said = {"extra.npz": "members X_test, extra not read", "stray.svm": "because index 0 appears 1 time in 200 rows",
+            "zero.svm": None}
+    for name, words in said.items():
+        out = tmp_path / f"run-{name}"
+        assert main(["--data", str(tmp_path / name), "--budget", "3", "--output", str(out), "--no-picture"]) == 0
+        err = capsys.readouterr().err
+        recorded = json.loads((out / "results.json").read_text()).get("warnings", [])
+        if words is None:
+            assert "0-based" not in err and not any("0-based" in w for w in recorded)
+        else:
+            assert sum(words in line for line in err.splitlines()) == 1, err
+            assert any(words in w for w in recorded), recorded

@@ -22,11 +22,12 @@ are parsed, so a worker holds its shard plus one chunk, never the whole matrix.
 from __future__ import annotations
 
 import os
+import warnings
 import zipfile
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, InputWarning
 from .dataset import Dataset, as_float_matrix, as_label_vector, check_finite
 from .npz_member import _NpyMember, _sparse_format
 from .source import FileSource, _check_columns, check_inferred_width, check_size, load_npy, reading
@@ -75,6 +76,19 @@ def _npz_keys(path):
     with reading(path, ".npz archive"):
         with zipfile.ZipFile(path) as zf:
             return {name[:-4] for name in zf.namelist() if name.endswith(".npy")}
+
+
+GUESS_FROM_FEW = 3         # index 0 seen this many times or fewer: the 0-based reading is a guess worth a warning
+
+
+def _unread(path, keys, used) -> None:
+    """A warning naming the members of an ``.npz`` the reader leaves out (an ``X_test`` without its
+    ``y_test``, a second matrix): they were ignored without a word."""
+    left = sorted(keys - used)
+    if left:
+        warnings.warn(f"{path}: member{'s' if len(left) > 1 else ''} {', '.join(left)} not read (this reader takes "
+                      f"{', '.join(sorted(used))}; a test split needs both X_test and y_test)", InputWarning,
+                      stacklevel=3)
 
 
 class DenseNpzSource(FileSource):
@@ -141,8 +155,10 @@ def _dense_npz_source(path):
     keys = _npz_keys(path)
     if {"X_train", "y_train"} <= keys:
         test = ("X_test", "y_test") if {"X_test", "y_test"} <= keys else (None, None)
+        _unread(path, keys, {"X_train", "y_train", *(k for k in test if k)})
         return DenseNpzSource(path, "X_train", "y_train", *test)
     if {"X", "y"} <= keys:
+        _unread(path, keys, {"X", "y"})
         return DenseNpzSource(path, "X", "y")
     if {"data", "indices", "indptr", "shape"} <= keys:
         raise InputError(f"{path} is a sparse matrix without labels: pass the directory that holds it "
@@ -383,6 +399,11 @@ class LibsvmSource(FileSource):
         hi = max(s[2] for s in stats)
         if index_base == "auto":
             self.index_base = 0 if lo == 0 else 1
+            if lo == 0 and self._zeros <= GUESS_FROM_FEW:
+                warnings.warn(f"{path}: read as 0-based (column j is index j) because index 0 appears {self._zeros} "
+                              f"time{'s' if self._zeros > 1 else ''} in {sum(s[0] for s in stats)} rows; if the file "
+                              f"is 1-based with a stray 0, every column is shifted by one: pass --index-base 1 (or 0 "
+                              f"to say it is meant)", InputWarning, stacklevel=2)
         else:
             self.index_base = int(index_base)
             if lo < self.index_base:
@@ -401,9 +422,10 @@ class LibsvmSource(FileSource):
             raise InputError(f"{path}: no features found")
 
     def _scan(self, path):
-        n, nnz, lo, hi, y = _libsvm_scan(path)
+        n, nnz, lo, hi, y, zeros = _libsvm_scan(path)
         self._nnz[path] = nnz
         self._labels[path] = y
+        self._zeros = getattr(self, "_zeros", 0) + zeros
         return n, lo, hi
 
     def _blocks(self, path, store=True, progress=None):

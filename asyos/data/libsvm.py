@@ -145,11 +145,12 @@ def _parse_block(buf, n, store, idx_lo, idx_hi, labels, indptr, indices, data, f
     are not increasing, so that ordered rows pay one comparison a value). Indices must be in
     ``[idx_lo, idx_hi)`` (``idx_hi < 0``: no upper limit). Tokens outside the fast path are listed in
     ``fb_start, fb_end, fb_slot`` (slot ``-1 - row`` for a label, the value's position otherwise).
-    ``out`` receives ``rows, nnz, fallbacks, min index, max index, error position, error index``;
-    returns a status code (``_OK`` or the error)."""
+    ``out`` receives ``rows, nnz, fallbacks, min index, max index, error position, error index, values
+    at index 0``; returns a status code (``_OK`` or the error)."""
     i = 0
     row = 0
     nnz = 0
+    zeros = 0
     nfb = 0
     cap = fb_start.shape[0]
     lo = np.int64(1) << 62
@@ -253,6 +254,8 @@ def _parse_block(buf, n, store, idx_lo, idx_hi, labels, indptr, indices, data, f
                 ordered = False
             prev = idx
             nnz += 1
+            if idx == 0:
+                zeros += 1
             if idx < lo:
                 lo = idx
             if idx > hi:
@@ -280,6 +283,7 @@ def _parse_block(buf, n, store, idx_lo, idx_hi, labels, indptr, indices, data, f
     out[3] = lo
     out[4] = hi
     out[5] = i
+    out[7] = zeros
     return status
 
 
@@ -311,6 +315,7 @@ class Block:
     hi: int
     nnz: int
     newlines: int
+    zeros: int = 0                  # values at index 0 (how sure the guess of a 0-based file is)
 
 
 def _display(path):
@@ -412,7 +417,7 @@ def parse_bytes(buf, end, store, idx_lo, idx_hi, name, lines_before=0):
     indptr = np.empty(max_rows + 1 if store else 1, dtype=np.int64)
     indices = np.empty(colons, dtype=np.int64)     # a scan touches only the longest row's pages
     data = np.empty(max_nnz)
-    out = np.zeros(7, dtype=np.int64)
+    out = np.zeros(8, dtype=np.int64)
     cap = 1024
     while True:
         fb = np.empty((3, cap), dtype=np.int64)
@@ -421,7 +426,7 @@ def parse_bytes(buf, end, store, idx_lo, idx_hi, name, lines_before=0):
         if status != _FALLBACK_FULL:
             break
         cap = max_rows + colons + 1                    # every token: cannot fill again
-    rows, nnz, nfb, lo, hi, pos, bad = (int(v) for v in out)
+    rows, nnz, nfb, lo, hi, pos, bad, zeros = (int(v) for v in out)
     if status != _OK:
         _raise(status, buf, pos, bad, name, lines_before, idx_lo, idx_hi)
     if nfb:
@@ -431,7 +436,7 @@ def parse_bytes(buf, end, store, idx_lo, idx_hi, name, lines_before=0):
         indptr, indices, data = np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0)
     else:
         indptr, indices, data = indptr[:rows + 1], indices[:nnz], data[:nnz]
-    return Block(labels, indptr, indices, data, lo, hi, nnz, newlines)
+    return Block(labels, indptr, indices, data, lo, hi, nnz, newlines, zeros)
 
 
 def warm_up() -> None:
@@ -511,19 +516,20 @@ def _convert_fallbacks(buf, fb, labels, data, store, name, lines_before):
 
 
 def scan(path, idx_lo=0, idx_hi=-1, block_bytes=None, progress=None):
-    """``(n_rows, n_values, min_index, max_index, labels)`` of a libsvm file (``max_index = -1``:
-    none); every line is checked, errors name it. The labels (8 bytes a row) come with the scan, so
-    that a caller needs no second read for them."""
-    nnz = 0
+    """``(n_rows, n_values, min_index, max_index, labels, values_at_index_0)`` of a libsvm file
+    (``max_index = -1``: none); every line is checked, errors name it. The labels (8 bytes a row) come
+    with the scan, so that a caller needs no second read for them."""
+    nnz = zeros = 0
     lo, hi = 1 << 62, -1
     labels = []
     for block in iter_blocks(path, False, idx_lo, idx_hi, block_bytes, progress):
         labels.append(block.labels)
         nnz += block.nnz
+        zeros += block.zeros
         if block.hi >= 0:
             lo, hi = min(lo, block.lo), max(hi, block.hi)
     y = np.concatenate(labels) if labels else np.empty(0)
-    return y.size, nnz, (lo if hi >= 0 else 0), hi, y
+    return y.size, nnz, (lo if hi >= 0 else 0), hi, y, zeros
 
 
 def rechunk(blocks, start, stop, chunk_rows):

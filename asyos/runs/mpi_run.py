@@ -48,7 +48,8 @@ from ..data.sharding import shard_columns
 from ..data.synthetic import generates_columns, generates_test_columns
 from ..records.checkpoint import RunInterrupted, StopSignals
 from ..records.resume import rank_checkpointer
-from ..errors import EXIT_CENTRAL_LOST, EXIT_OK, EXIT_WORKER_FAILED, ConvergenceWarning, InputError, OutputError
+from ..errors import (EXIT_CENTRAL_LOST, EXIT_OK, EXIT_WORKER_FAILED, ConvergenceWarning, InputError, InputWarning,
+                      OutputError)
 from ..data.columnar import is_column_matrix
 from ..learners.checks import columns_dense
 from ..utils.process_stats import bytes_read, peak_rss_bytes
@@ -185,7 +186,9 @@ def resolve_transport(config, comm) -> str:
 def _central_setup(config, n_workers):
     from .pipeline import start
     start(config)                       # the run pipeline's first steps: the output directory, the settings
-    source = open_data_source(config)
+    with warnings.catch_warnings():     # the data's warnings come once, with the workers' (_shard_warnings)
+        warnings.simplefilter("ignore", InputWarning)
+        source = open_data_source(config)
     y = source.labels("train")
     problem = resolve_problem(config, source, y)
     plan = config.asy_os_plan(problem.n_features, problem.budget, n_workers)
@@ -196,13 +199,14 @@ def _central_setup(config, n_workers):
 
 def _worker_setup(config, rank, n_workers):
     read_before = bytes_read()
-    source = open_data_source(config)
-    # the shard depends on p, q and the scheme only, so it is read before the labels fix the plan
-    columns = shard_columns(source.n_features, n_workers, rank - 1, config.resolved_sharding)
     options = config.substitution_options()
-    # the shard's warnings (its scale) go to the central rank with the final report, printed once there
+    # the data's and the shard's warnings (parts of the file not read, its scale) go to the central rank with
+    # the final report, printed once there
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
+        source = open_data_source(config)
+        # the shard depends on p, q and the scheme only, so it is read before the labels fix the plan
+        columns = shard_columns(source.n_features, n_workers, rank - 1, config.resolved_sharding)
         if getattr(source, "columnar", False):   # only this shard's columns are read, once, kept in the file's dtype
             data = source.lazy()
             shard = options.shard(data.X, columns, hold=True)

@@ -108,11 +108,13 @@ def carry_out(config, run) -> int:
     """A run of ``config`` in this process, its family's part done by ``run`` (module docstring)."""
     from .summary import report_warnings
     clock = Clock(start(config, run.check))
-    loaded = run.load(config)
+    with warnings.catch_warnings(record=True) as read:       # the data's (InputWarning: parts not read, guesses)
+        warnings.simplefilter("always", ConvergenceWarning)
+        loaded = run.load(config)
     clock.loaded = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         fitted = run.fit(config, loaded)
     clock.fitted = time.perf_counter()
-    notes = report_warnings(caught)
+    notes = report_warnings(read) + report_warnings(caught)
     return publish(config, run.report(config, loaded, fitted, clock, notes))

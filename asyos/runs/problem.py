@@ -104,12 +104,16 @@ def _check_sizes(config, source) -> None:
     # their values) and every rank the O(p) index arrays of the sharding (``SHARDING_BYTES_PER_FEATURE``);
     # the ranks of one node share its memory. Before, --n-features 1e9 grew to 2.3 GB before a worker was
     # refused, and 1e10 ended in a MemoryError traceback from every worker.
+    # A worker holds its columns' training rows (a generated problem's test columns are generated at the end,
+    # for the candidates only); the central rank holds no columns.
     size, local = _env.launched_ranks()
     share = -(-p // max(size - 1, 1))
-    need = local * (p * SHARDING_BYTES_PER_FEATURE + share * (per_feature + 8 * rows))
+    held = source.n_train if isinstance(source, SyntheticSource) else rows
+    workers_here = min(local, max(size - 1, 1))
+    need = local * p * SHARDING_BYTES_PER_FEATURE + workers_here * share * (per_feature + 8 * held)
     check_fits_in_memory(need, what + f"; under mpiexec, {local} ranks on this node, each with the sharding's "
-                                      f"{SHARDING_BYTES_PER_FEATURE} bytes per feature and a worker's "
-                                      f"{share} columns)")
+                                      f"{SHARDING_BYTES_PER_FEATURE} bytes per feature, {workers_here} of them "
+                                      f"workers holding {share} columns)")
 
 
 def label_column(config) -> str:
