@@ -422,7 +422,8 @@ def _staleness(ax, record, log, directory):
     ax.axvline(st["p95"], color="tab:red", linestyle=":", linewidth=0.8, label=f"95% of pushes <= {st['p95']}")
     ax.legend(fontsize=8)
     ax.set_yscale("log")
-    ax.set_xlabel("staleness: versions of u_C (other workers' updates) a push's read missed")
+    shared = "u_C" if record.get("algorithm") == "asy-os" else "the shared model"     # as the summary says it
+    ax.set_xlabel(f"staleness: versions of {shared} a push's read missed")
     ax.set_ylabel("pushes (log scale)")
     ax.set_title(f"staleness: mean {st['mean']:.2f}, p95 {st['p95']}, max {st['max']}; "
                  f"{record.get('refused_pushes', 0)} refused", **TITLE)
