@@ -88,15 +88,18 @@ def test_a_full_disk_ends_the_run_with_one_line_and_leaves_the_directory_as_it_w
     results last: a write that fails for want of space (here the results', after the log's) leaves
     neither, no temporary file, and exit status 74 with one line. (Measured on a real 600 KB tmpfs too:
     the same line and files, for one process and for mpiexec -n 3.)"""
+    import contextlib
     import errno
     from asyos.records import results
-    staged = results._staged
+    staging = results._staging
 
-    def full(path, *args, **kwargs):
-        if path.endswith("results.json"):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return staged(path, *args, **kwargs)
-    monkeypatch.setattr(results, "_staged", full)
+    @contextlib.contextmanager
+    def full(path, *args, **kwargs):          # the results' temporary file is made, then the disk is full
+        with staging(path, *args, **kwargs) as (fh, tmp):
+            if path.endswith("results.json"):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            yield fh, tmp
+    monkeypatch.setattr(results, "_staging", full)
     out = tmp_path / "run"
     assert main(["--n-features", "200", "--n-informative", "5", "--output", str(out), "--no-picture"]) == 74
     err = capsys.readouterr().err.strip().splitlines()

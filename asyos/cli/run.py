@@ -182,7 +182,10 @@ def main(argv=None) -> int:
     StopSignals.install(supervisor.note_stopping)   # SIGTERM / Ctrl-C: save a checkpoint, then stop (records.resume)
     try:
         status = _main(argv)
-        status = _stop_not_taken_up(status, StopSignals)
+        # a stop recorded after a loop's last poll (the central rank's finish, the workers' wait to be
+        # released) was never acted on: the job ended 0 with no line for a Ctrl-C during its last second
+        status = _ended_by_stop(status, None if StopSignals.raised else StopSignals.requested,
+                                os.environ.get("PMI_RANK", "0") == "0")
     finally:
         StopSignals.uninstall()
         from ..records.output_lock import release_outputs
@@ -363,11 +366,8 @@ def exit_now(status: int) -> "NoReturn":
     else:
         rank = 0
     atexit._run_exitfuncs()
-    if stops and status == EXIT_OK and rank == 0:   # the run had ended, its results stand: the stop is the status
-        from ..records.checkpoint import signal_name
-        status = 128 + stops[0]
-        print(f"asyos: stopped by {signal_name(stops[0])} as the job ended; its results were written",
-              file=sys.stderr)
+    if rank == 0:                               # the workers' status stays: rank 0's decides the job's
+        status = _ended_by_stop(status, stops[0] if stops else None, True)
     _flush()
     try:
         import ctypes
@@ -377,18 +377,16 @@ def exit_now(status: int) -> "NoReturn":
     sys.exit(status)
 
 
-def _stop_not_taken_up(status: int, signals) -> int:
-    """A stop requested while a loop watched for it (``polling``) but after the loop's last poll (the central
-    rank's finish, the workers' wait to be released) was recorded and never acted on: the job ended 0 with
-    no line for a Ctrl-C during its last second. The run's results stand; the status is the stop's, and
-    rank 0 says so once."""
-    if status != EXIT_OK or signals.requested is None or signals.raised:
+def _ended_by_stop(status: int, signum, speaks: bool) -> int:
+    """A run that ended well (``status`` 0) with a stop signal ``signum`` noted but not acted on: its results
+    stand, the status is the stop's, and the rank that ``speaks`` (rank 0) says so in one line."""
+    if status != EXIT_OK or signum is None:
         return status
-    from ..records.checkpoint import signal_name
-    if os.environ.get("PMI_RANK", "0") == "0":
-        print(f"asyos: stopped by {signal_name(signals.requested)} as the job ended; its results were written",
-              file=sys.stderr, flush=True)
-    return 128 + signals.requested
+    if speaks:
+        from ..records.checkpoint import signal_name
+        print(f"asyos: stopped by {signal_name(signum)} as the job ended; its results were written", file=sys.stderr,
+              flush=True)
+    return 128 + signum
 
 
 def _stops_while_ending() -> list:

@@ -384,6 +384,7 @@ class LibsvmSource(FileSource):
         self.path, self.test_path = path, test_path
         self.name = "stdin" if path == "-" else os.path.basename(path)
         self._nnz, self._labels = {}, {}
+        self._zeros = 0                 # values at index 0 in the files scanned (how sure a 0-based guess is)
         self._stdin = None
         if path == "-":
             if n_features is None:
@@ -425,7 +426,7 @@ class LibsvmSource(FileSource):
         n, nnz, lo, hi, y, zeros = _libsvm_scan(path)
         self._nnz[path] = nnz
         self._labels[path] = y
-        self._zeros = getattr(self, "_zeros", 0) + zeros
+        self._zeros += zeros
         return n, lo, hi
 
     def _blocks(self, path, store=True, progress=None):

@@ -141,15 +141,8 @@ def _siblings_segments() -> set:
                 return [int(c) for c in fh.read().split()]
         except (OSError, ValueError):
             return []
-    found = set()
-    for supervisor in children(os.getppid()):
-        for pid in (supervisor, *children(supervisor)):
-            try:
-                with open(f"/proc/{pid}/maps") as fh:
-                    found.update(line.split(None, 5)[5].strip() for line in fh if " /dev/shm/" in line)
-            except (OSError, IndexError):
-                continue
-    return {p for p in found if not p.endswith("(deleted)")}
+    return {path for supervisor in children(os.getppid()) for pid in (supervisor, *children(supervisor))
+            for path in shared_memory_segments(pid)}
 
 
 # Seconds between the supervisor's line and its abort request. hydra's proxy reads the supervisor's
@@ -208,6 +201,7 @@ class _Notes:
         self.deaf = False                # the child was killed for not taking one up
         self.orphaned = False            # the child was killed because the launcher is gone
         self.mapped: set = set()         # the /dev/shm files the child was seen mapping (``watch_segments``)
+        self.settled = False             # the child's MPI has started (``note_settled``)
         self._scanned = -1e9
 
     def forward(self, child):
@@ -240,6 +234,7 @@ class _Notes:
     def _take(self, chunk: bytes) -> None:
         *complete, self._buffer = (self._buffer + chunk).split(b"\n")
         self.lines.extend(complete)
+        self.settled = self.settled or SETTLED in complete
         if STOPPING in complete:
             self.forwarded = None
 
@@ -249,15 +244,10 @@ class _Notes:
         (a shared window made later). A rank killed while MPI starts, before it can note or unlink anything,
         left MPICH's segments in ``/dev/shm`` (8 after the fault tests beside two CPU-bound processes); the
         supervisor unlinks what it saw (``supervise``)."""
-        if now - self._scanned < (SCAN_LATE_S if SETTLED in self.lines else 0.0):
+        if now - self._scanned < (SCAN_LATE_S if self.settled else 0.0):
             return
         self._scanned = now
-        try:
-            with open(f"/proc/{pid}/maps") as fh:
-                self.mapped.update(line.split(None, 5)[5].strip() for line in fh if " /dev/shm/" in line)
-        except (OSError, IndexError):
-            pass
-        self.mapped = {p for p in self.mapped if not p.endswith("(deleted)")}
+        self.mapped.update(shared_memory_segments(pid))
 
     def deaf_for(self, now: float) -> float:
         """Seconds since a forwarded stop signal the child has not taken up (0 if none)."""
@@ -440,16 +430,16 @@ def note_segments(paths) -> None:
         pass
 
 
-def shared_memory_segments() -> list:
-    """The files under ``/dev/shm`` this process has mapped (MPICH's segments for talking within the
-    node, and the shared-memory windows): what an aborted job would leave behind, since only a
-    clean ``MPI_Finalize`` unlinks them (4-5 MB each, measured)."""
+def shared_memory_segments(pid="self") -> list:
+    """The files under ``/dev/shm`` process ``pid`` has mapped and not yet unlinked (MPICH's segments for
+    talking within the node, and the shared-memory windows): what an aborted job would leave behind, since
+    only a clean ``MPI_Finalize`` unlinks them (4-5 MB each, measured)."""
     try:
-        with open("/proc/self/maps") as fh:
+        with open(f"/proc/{pid}/maps") as fh:
             paths = {line.split(None, 5)[5].strip() for line in fh if " /dev/shm/" in line}
-    except OSError:
+    except (OSError, IndexError):
         return []
-    return sorted(p.removesuffix(" (deleted)") for p in paths if not p.endswith("(deleted)"))
+    return sorted(p for p in paths if not p.endswith("(deleted)"))
 
 
 def unlink_segments(paths) -> None:

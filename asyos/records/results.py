@@ -125,18 +125,31 @@ def _umask() -> int:
 
 
 @contextlib.contextmanager
-def atomic_file(path: str, mode: str = "w", **open_args):
-    """``with atomic_file(path) as fh``: write ``fh``; on success the file replaces ``path`` at
-    once (``os.replace``), on failure ``path`` is left as it was. The file gets the mode a plain
-    ``open`` would give it (0666 less the umask), not ``mkstemp``'s 0600."""
+def _staging(path: str, mode: str = "w", **open_args):
+    """``with _staging(path) as (fh, tmp)``: write ``fh``, a temporary file next to ``path`` with the mode a
+    plain ``open`` would give it (0666 less the umask, not ``mkstemp``'s 0600), flushed to disk when the block
+    ends and removed if it fails; the caller renames ``tmp`` onto ``path`` (or removes it)."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=TEMPORARY_PREFIX, suffix="-" + os.path.basename(path), dir=directory)
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, mode, **open_args) as fh:
-            yield fh
+            yield fh, tmp
             fh.flush()
             os.fsync(fh.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_file(path: str, mode: str = "w", **open_args):
+    """``with atomic_file(path) as fh``: write ``fh``; on success the file replaces ``path`` at
+    once (``os.replace``), on failure ``path`` is left as it was."""
+    with _staging(path, mode, **open_args) as (fh, tmp):
+        yield fh
+    try:
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -155,24 +168,6 @@ def write_json_atomic(path: str, record) -> None:
         fh.write("\n")
 
 
-def _staged(path: str, write, mode: str = "w", **open_args) -> str:
-    """``write(fh)`` into a temporary file next to ``path``, flushed to disk; returns its name (the
-    caller renames it onto ``path``, or removes it)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=TEMPORARY_PREFIX, suffix="-" + os.path.basename(path), dir=directory)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, mode, **open_args) as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return tmp
-
-
 def write_results(directory: str, record: dict, log_rows=None) -> str:
     """``results.json`` and (``log_rows``) ``selection_log.csv``: both written in full to temporary files
     first, then renamed into place, the results last. A write that fails (a full disk) leaves the
@@ -183,18 +178,16 @@ def write_results(directory: str, record: dict, log_rows=None) -> str:
     try:
         if log_rows is not None:
             from ..learners.substitution.asy_worker import SelectionLog
-
-            def write_log(fh):
+            log = os.path.join(directory, "selection_log.csv")
+            with _staging(log, newline="") as (fh, tmp):
                 writer = csv.writer(fh)
                 writer.writerow(SelectionLog.FIELDS)
                 writer.writerows(log_rows)
-            staged.append((_staged(os.path.join(directory, "selection_log.csv"), write_log, newline=""),
-                           os.path.join(directory, "selection_log.csv")))
-
-        def write_record(fh):
+            staged.append((tmp, log))
+        with _staging(path) as (fh, tmp):
             json.dump(to_jsonable(record), fh, indent=1)
             fh.write("\n")
-        staged.append((_staged(path, write_record), path))
+        staged.append((tmp, path))
     except BaseException:
         for tmp, _ in staged:
             with contextlib.suppress(OSError):

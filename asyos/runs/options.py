@@ -44,7 +44,8 @@ class Option:
     command line's converter of the text (default ``kind``); ``choices``: the values allowed; ``at_least`` /
     ``above``: a bound (``at_least=1``: "must be at least 1", ``at_least=0``: "must be >= 0", ``above``:
     "must be > x"); ``check(value)``: a message when the value is bad, for a constraint the bounds do not say;
-    ``flag``: no flag of its own when ``False`` (set by another flag: ``resume``)."""
+    ``flag``: no flag of its own when ``False`` (set by another flag: ``resume``); ``families``: the registry
+    families that take a common option (``--passes``), refused for the others (``check``)."""
     name: str
     kind: type
     default: object = None
@@ -62,6 +63,7 @@ class Option:
     flag: bool = True
     flag_name: Optional[str] = None       # the flag when it is not the name (fit_intercept: --intercept)
     cli_choices: Optional[tuple] = None    # the command line's choices (argparse's usage error)
+    families: tuple = ()                   # a common option only these families take (empty: every one)
 
     @property
     def option(self) -> str:
@@ -144,16 +146,9 @@ def _known_loss(config) -> Optional[str]:
     return None
 
 
-def _not_taken(config, *names) -> Optional[str]:
-    """``--passes`` and ``--scale`` set Online Substitution's and the sample-stream learners' scans and
-    scaling; the batch baselines, the running averages and DFLS have neither (they were ignored)."""
-    if family_of(config) in ("substitution", "stream"):
-        return None
-    for name in names:
-        if getattr(config, name) is not None:
-            return (f"--{name} applies to Online Substitution and the sample-stream learners; {config.algorithm!r} "
-                    f"does not take it")
-    return None
+# the families that scan their data in passes and scale it: Online Substitution and the sample-stream learners
+SCANNING = ("substitution", "stream")
+FAMILY_NAMES = {"substitution": "Online Substitution", "stream": "the sample-stream learners"}
 
 
 def _params_parse(config) -> Optional[str]:
@@ -167,7 +162,8 @@ MODEL = Options("model", "model", (
                               "from the labels; the choices are asyos.losses.TABLE)"),
     _opt("passes", int, None, "OS: scans over the features, or auto (default: until a pass changes nothing, 2 to 10; "
                               "3 with --variant kdd16); sample-stream learners: passes over the samples (default "
-                              "ceil(2 p / n), ECML'18's)", optional=True, parse=or_auto(int, "an integer"), at_least=1),
+                              "ceil(2 p / n), ECML'18's)", optional=True, parse=or_auto(int, "an integer"), at_least=1,
+         families=SCANNING),
     _opt("seed", int, 0, "seed of the synthetic data, the L_F estimate, the simulator's schedule, the learners' "
                          "shuffles and DFLS's block (default 0): in one process a run repeats exactly; under mpiexec "
                          "the data and each rank's own random choices repeat, but the order in which the workers' "
@@ -178,13 +174,13 @@ MODEL = Options("model", "model", (
                              "(their default: each feature divided by its largest |value|) or none (the data as given, "
                              "the ECML'18 protocol)", optional=True,
          check=lambda v: None if v in ("maxabs", "standard", "none") else
-         f"--scale must be standard or none (OS), maxabs or none (sample-stream learners); got {v!r}"),
+         f"--scale must be standard or none (OS), maxabs or none (sample-stream learners); got {v!r}",
+         families=SCANNING),
     _opt("params", str, None, "the learner's parameters, name=value[,name=value...] (e.g. eta=0.01,lam=1e-4; see "
                               "--list-algorithms and the class docstrings)", optional=True, flag_name="param"),
 ), rules=(
     _known_loss,
     _params_parse,
-    lambda c: _not_taken(c, "passes", "scale"),
     lambda c: (f"--budget and --loss do not apply to {c.algorithm!r}: its model is set by --param alpha=A (and "
                f"the squared loss)" if family_of(c) == "path" and (c.budget is not None or c.loss not in
                                                                  ("auto", "squared")) else None),
@@ -395,16 +391,17 @@ def groups_for(family: Optional[str]) -> tuple:
 
 
 def _own_family_only(config) -> None:
-    """A family's option set (away from its default) on a run of another family is refused: it would be
-    ignored (``--algorithm dfls --simulate`` ran DFLS alone and said nothing)."""
+    """A family's option (a group's, or a common option's own ``families``) set away from its default on a run
+    of another family is refused: it would be ignored (``--algorithm dfls --simulate`` ran DFLS alone and said
+    nothing; ``--passes`` and ``--scale`` were ignored by the batch baselines, the running averages and DFLS)."""
     family = family_of(config)
     for group in GROUPS:
-        if group.common or family in group.families:
-            continue
         for option in group.options:
-            if option.flag and getattr(config, option.name) != option.default:
-                raise InputError(f"{option.option} applies to {group.title}; {config.algorithm!r} does not "
-                                 f"take it")
+            families = option.families or group.families
+            if not families or family in families or not option.flag or getattr(config, option.name) == option.default:
+                continue
+            what = group.title if not option.families else " and ".join(FAMILY_NAMES[f] for f in option.families)
+            raise InputError(f"{option.option} applies to {what}; {config.algorithm!r} does not take it")
 
 
 def check(config) -> None:
