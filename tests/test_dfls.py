@@ -249,6 +249,7 @@ def test_warm_start_gives_cold_start_point():
 
 CONFIGS = {
     "lasso": (dict(penalty="group_lasso"), None),
+    "lasso-ode": (dict(penalty="group_lasso", follow="ode"), None),
     "group_lasso": (dict(penalty="group_lasso"), GROUPS20),
     "l4": (dict(penalty="lp", exponent=4), None),
     "l6": (dict(penalty="lp", exponent=6), None),
@@ -441,8 +442,9 @@ def _scaled(Xs, moving, theta):
 
 
 @pytest.mark.parametrize("direction", ["add", "remove"])
-@pytest.mark.parametrize("grouped", [False, True], ids=["lasso", "groups"])
-def test_group_lasso_path_matches_batch_optima(grouped, direction):
+@pytest.mark.parametrize("grouped,follow", [(False, "auto"), (False, "ode"), (True, "auto")],
+                         ids=["lasso", "lasso-ode", "groups"])
+def test_group_lasso_path_matches_batch_optima(grouped, follow, direction):
     # transition points at moderate theta (near theta = 0 the moving coefficients are ill-conditioned:
     # a KKT error e moves them by ~ e / theta^2)
     seed, alpha = (0, 0.05) if not grouped else (2, 0.05)
@@ -455,15 +457,16 @@ def test_group_lasso_path_matches_batch_optima(grouped, direction):
     Xs, yc = standardize(X), y - y.mean()
     moving = np.arange(mo + mn) >= mo
     if direction == "add":
-        start = DFLS(alpha=alpha, groups=g_old, **TIGHT).fit(Xo, y)
+        start = DFLS(alpha=alpha, groups=g_old, follow=follow, **TIGHT).fit(Xo, y)
         model = pickle.loads(pickle.dumps(start)).add_features(Xn, groups=g_new)
         end_ref = DFLS(alpha=alpha, groups=labels).fit(X, y).w_
     else:
-        start = DFLS(alpha=alpha, groups=labels, **TIGHT).fit(X, y)
+        start = DFLS(alpha=alpha, groups=labels, follow=follow, **TIGHT).fit(X, y)
         model = pickle.loads(pickle.dumps(start)).remove_features(np.arange(mo, mo + mn))
         end_ref = np.r_[DFLS(alpha=alpha, groups=g_old).fit(Xo, y).w_, np.zeros(mn)]
     path = model.path_
     assert not path.fallback and len(path.transitions) >= 3
+    assert (path.n_rhs == 0) == (follow == "auto" and not grouped)       # the lasso's exact walk: no ODE
     np.testing.assert_array_equal(path.moving, moving)
     trans = path.transition_thetas
     assert np.min(trans) > 0.1
@@ -514,9 +517,10 @@ def _active_labels(w, labels, tol=1e-9):
     return {lab for lab in np.unique(labels) if np.linalg.norm(w[labels == lab]) > tol}
 
 
-@pytest.mark.parametrize("grouped", [False, True], ids=["lasso", "groups"])
+@pytest.mark.parametrize("grouped,follow", [(False, "auto"), (False, "ode"), (True, "auto")],
+                         ids=["lasso", "lasso-ode", "groups"])
 @pytest.mark.parametrize("direction", ["add", "remove"])
-def test_transition_points_are_found(direction, grouped):
+def test_transition_points_are_found(direction, grouped, follow):
     seed, alpha = (0, 0.03) if not grouped else (1, 0.03)
     Xo, Xn, y = transition_data(seed)
     mo, mn = Xo.shape[1], Xn.shape[1]
@@ -529,7 +533,7 @@ def test_transition_points_are_found(direction, grouped):
     moving = np.arange(mo + mn) >= mo
 
     if direction == "add":
-        model = DFLS(alpha=alpha, groups=g_old, **TIGHT).fit(Xo, y)
+        model = DFLS(alpha=alpha, groups=g_old, follow=follow, **TIGHT).fit(Xo, y)
         w_old = model.w_.copy()
         model.add_features(Xn, groups=g_new)
         # Phase I, eq. 7 by hand on the standardized data
@@ -546,7 +550,7 @@ def test_transition_points_are_found(direction, grouped):
         assert first["group"] == min(firsts, key=firsts.get)
         np.testing.assert_array_equal(model.path_.coef_at(0.99 * closed)[:mo], w_old)
     else:
-        model = DFLS(alpha=alpha, groups=labels if grouped else None, **TIGHT).fit(X, y)
+        model = DFLS(alpha=alpha, groups=labels if grouped else None, follow=follow, **TIGHT).fit(X, y)
         model.remove_features(np.arange(mo, mo + mn))
     path = model.path_
     assert not path.fallback
@@ -670,15 +674,50 @@ def test_removing_an_inactive_group_needs_no_ode():
 
 
 def test_removal_still_active_near_zero_falls_back_to_the_right_point():
-    """Tiny alpha: a removed column stays active below start_theta; the path says so (warning,
-    ``fallback``) and FISTA finishes at the retrained optimum."""
+    """Tiny alpha: integrating eq. 8, a removed column stays active below start_theta; the path says
+    so (warning, ``fallback``) and FISTA finishes at the retrained optimum. The lasso's exact walk
+    follows it all the way to theta = 0 and lands there without FISTA."""
     X, y = make_data(5)
-    model = DFLS(alpha=1e-3).fit(X, y)
+    ref = DFLS(alpha=1e-3).fit(X[:, :M_OLD], y).w_
+    model = DFLS(alpha=1e-3, follow="ode").fit(X, y)
     with pytest.warns(ConvergenceWarning, match="moving features were still active"):
         model.remove_features(np.arange(M_OLD, 20))
     assert model.path_.fallback
     assert model.kkt_residual_ < 1e-8
-    np.testing.assert_allclose(model.w_, DFLS(alpha=1e-3).fit(X[:, :M_OLD], y).w_, atol=1e-6)
+    np.testing.assert_allclose(model.w_, ref, atol=1e-6)
+    exact = DFLS(alpha=1e-3).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        exact.remove_features(np.arange(M_OLD, 20))
+    assert not exact.path_.fallback and exact.path_.n_rhs == 0
+    assert min(t["theta"] for t in exact.path_.transitions) < 1e-3     # below where the ODE stops
+    assert exact.kkt_residual_ < 1e-8
+    np.testing.assert_allclose(exact.w_, ref, atol=1e-6)
+
+
+@pytest.mark.parametrize("direction", ["add", "remove"])
+@pytest.mark.parametrize("seed", [0, 3, 4])
+def test_exact_lasso_walk_and_the_ode_cross_the_same_points(direction, seed):
+    """The lasso's exact walk and eq. 8 integrated tightly see the same transitions (the same
+    columns, in the same order, at the same theta) and the same path between them."""
+    Xo, Xn, y = transition_data(seed)
+    X = np.hstack([Xo, Xn])
+    mo, mn = Xo.shape[1], Xn.shape[1]
+    paths = {}
+    for follow in ("auto", "ode"):
+        if direction == "add":
+            model = DFLS(alpha=0.03, follow=follow, ode_rtol=1e-10, ode_atol=1e-12).fit(Xo, y).add_features(Xn)
+        else:
+            model = DFLS(alpha=0.03, follow=follow, ode_rtol=1e-10, ode_atol=1e-12).fit(X, y)
+            model.remove_features(np.arange(mo, mo + mn))
+        assert not model.path_.fallback
+        paths[follow] = model.path_
+    exact, ode = paths["auto"], paths["ode"]
+    assert len(exact.transitions) >= 3
+    assert [(t["group"], t["event"]) for t in exact.transitions] == [(t["group"], t["event"]) for t in ode.transitions]
+    np.testing.assert_allclose(exact.transition_thetas, ode.transition_thetas, rtol=1e-6)
+    for theta in np.linspace(0.1, 0.95, 12):
+        np.testing.assert_allclose(exact.coef_at(theta), ode.coef_at(theta), atol=1e-6)
 
 
 # -- 6. bad input ---------------------------------------------------------------------------------
@@ -819,7 +858,7 @@ def test_pickle_params_repr():
     params = model.get_params()
     assert params["alpha"] == 0.05 and params["penalty"] == "group_lasso"
     assert set(params) == {"penalty", "alpha", "exponent", "groups", "fit_intercept", "standardize", "tol",
-                           "ode_method", "ode_rtol", "ode_atol", "correction", "entry_step", "start_theta"}
+                           "ode_method", "ode_rtol", "ode_atol", "correction", "entry_step", "start_theta", "follow"}
     again = DFLS(**params)
     assert again.get_params().keys() == params.keys()
     assert again.set_params(alpha=0.3, ode_rtol=1e-6) is again

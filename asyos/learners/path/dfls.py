@@ -61,7 +61,12 @@ class DFLS(Estimator):
     entry_step : ``eps`` of an entering group's start ``w_g = eps C_g / ||C_g||`` (Alg. 1, line 12),
         relative to ``max(1, ||w||_inf)``.
     start_theta : l_p only: where the path starts when adding, and where it stops when removing
-        (near ``theta = 0`` the l_p path is not differentiable).
+        (near ``theta = 0`` the l_p path is not differentiable); also the lasso's under ``follow="ode"``.
+    follow : "auto" (default) or "ode". With singleton groups (the lasso) the path is affine in
+        ``1 / theta`` between transition points, and "auto" walks it exactly from one to the next
+        (``solution_path._lasso_walk``): at n = 20,000, m = 20 + 5 it takes 0.7 ms where integrating
+        eq. 8 took 44 ms for the same end point (``bench_dfls.py``). "ode" integrates eq. 8 for
+        every penalty, as the paper does; other groups and l_p always do.
 
     Attributes
     ----------
@@ -116,7 +121,7 @@ class DFLS(Estimator):
 
     def __init__(self, penalty="group_lasso", alpha=0.2, exponent=None, groups=None, fit_intercept=True,
                  standardize=True, tol=1e-10, ode_method="RK45", ode_rtol=1e-4, ode_atol=1e-8, correction=10.0,
-                 entry_step=1e-8, start_theta=1e-3):
+                 entry_step=1e-8, start_theta=1e-3, follow="auto"):
         self.penalty = penalty
         self.alpha = alpha
         self.exponent = exponent
@@ -130,6 +135,7 @@ class DFLS(Estimator):
         self.correction = correction
         self.entry_step = entry_step
         self.start_theta = start_theta
+        self.follow = follow
 
     # -- parameters -----------------------------------------------------------------------------
     _parameter_constraints = {
@@ -137,7 +143,8 @@ class DFLS(Estimator):
         "exponent": [Interval(Real, 1, None, closed="neither"), None], "groups": ["array-like", None],
         "fit_intercept": BOOLEAN, "standardize": BOOLEAN, "tol": [positive()], "ode_method": [str],
         "ode_rtol": [positive()], "ode_atol": [positive()], "correction": [non_negative()],
-        "entry_step": [positive()], "start_theta": [Interval(Real, 0, 0.5, closed="neither")]}
+        "entry_step": [positive()], "start_theta": [Interval(Real, 0, 0.5, closed="neither")],
+        "follow": [StrOptions({"auto", "ode"})]}
 
     def _check_params(self):
         self._validate_params()
@@ -148,15 +155,16 @@ class DFLS(Estimator):
             raise InputError("exponent applies to penalty='lp' only")
         return PathOptions(method=self.ode_method, rtol=self.ode_rtol, atol=self.ode_atol,
                            correction=float(self.correction), entry_step=float(self.entry_step),
-                           start_theta=float(self.start_theta))
+                           start_theta=float(self.start_theta), follow=self.follow)
 
     @property
     def exponent_(self) -> float:
         return DEFAULT_EXPONENT if self.exponent is None else float(self.exponent)
 
     # -- data -----------------------------------------------------------------------------------
-    def _columns(self, X, where, n_rows=None):
-        """``X`` validated, dense, and standardized with its own columns' means and scales."""
+    def _columns(self, X, where, n_rows=None, into=None):
+        """``X`` validated, dense, and standardized with its own columns' means and scales; written
+        into ``into(n_columns)`` (an n x k Fortran-ordered block) when given."""
         X = as_float_matrix(X, where)
         if sp.issparse(X):
             X = X.toarray()
@@ -165,8 +173,14 @@ class DFLS(Estimator):
                              f"new features must describe the same samples")
         if X.shape[1] == 0:
             raise InputError(f"{where} has no columns")
-        mean = X.mean(axis=0) if self.fit_intercept else np.zeros(X.shape[1])
-        Z = np.subtract(X, mean, order="F")                            # the one copy of the new columns
+        if into is None:
+            mean = X.mean(axis=0) if self.fit_intercept else np.zeros(X.shape[1])
+            Z = np.subtract(X, mean, order="F")                        # the one copy of the new columns
+        else:                                   # copied once (X may be a strided view), then worked in place
+            Z = into(X.shape[1])
+            np.copyto(Z, X)
+            mean = Z.mean(axis=0) if self.fit_intercept else np.zeros(X.shape[1])
+            Z -= mean
         spread = np.sqrt(np.einsum("ij,ij->j", Z, Z) / Z.shape[0])
         flat = np.flatnonzero(spread <= 1e-12 * max(1.0, np.max(np.abs(mean), initial=0.0), np.max(spread)))
         if flat.size:
@@ -219,17 +233,15 @@ class DFLS(Estimator):
         self._design[:, :Z.shape[1]] = Z
         self._n_columns = Z.shape[1]
 
-    def _design_with(self, Zn):
-        """The design with ``Zn`` appended, written into spare columns of the buffer (grown by
-        doubling when full), so that adding features copies only the new columns."""
+    def _spare(self, k):
+        """The buffer's next ``k`` columns, past the model's (the buffer grown by doubling when full):
+        new columns are standardized straight into them, so adding features writes only those."""
         n, m = self._design.shape[0], self._n_columns
-        need = m + Zn.shape[1]
-        if need > self._design.shape[1]:
-            grown = np.empty((n, max(need, 2 * self._design.shape[1])), order="F")
+        if m + k > self._design.shape[1]:
+            grown = np.empty((n, max(m + k, 2 * self._design.shape[1])), order="F")
             grown[:, :m] = self._design[:, :m]
             self._design = grown
-        self._design[:, m:need] = Zn
-        return self._design[:, :need]
+        return self._design[:, m:m + k]
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -303,18 +315,23 @@ class DFLS(Estimator):
         ``theta = 0`` to 1; ``groups`` labels them (new labels; default one group per column)."""
         self._check_fitted()
         options = self._check_params()
-        Zn, mean, scale = self._columns(X_new, "X_new", n_rows=self.X_.shape[0])
-        labels = self._labels_for(groups, Zn.shape[1], "groups", existing=self.groups_)
         n, m = self.X_.shape
-        cross = self.X_.T @ Zn / n
-        gram = np.block([[self.gram_, cross], [cross.T, Zn.T @ Zn / n]])
+        Zn, mean, scale = self._columns(X_new, "X_new", n_rows=n, into=self._spare)
+        k = Zn.shape[1]
+        labels = self._labels_for(groups, k, "groups", existing=self.groups_)
+        design = self._design[:, :m + k]
+        products = design.T @ Zn / n                           # the new columns' Gram rows, in one product
+        gram = np.empty((m + k, m + k))
+        gram[:m, :m] = self.gram_
+        gram[:, m:] = products
+        gram[m:, :m] = products[:m].T
+        gram[m:, m:] = 0.5 * (products[m:] + products[m:].T)      # exactly symmetric, as X^T X is
         xty = np.concatenate([self.xty_, Zn.T @ self.y_ / n])
         all_labels = None if labels is None else np.concatenate([self.groups_, labels])
-        penalty = self._make_penalty(all_labels, m + Zn.shape[1])
-        moving = np.r_[np.zeros(m, dtype=bool), np.ones(Zn.shape[1], dtype=bool)]
-        design = self._design_with(Zn)
+        penalty = self._make_penalty(all_labels, m + k)
+        moving = np.r_[np.zeros(m, dtype=bool), np.ones(k, dtype=bool)]
         problem = PathProblem(gram, xty, moving, penalty, self.alpha, design=design)
-        w, self.path_ = follow_path(problem, np.r_[self.w_, np.zeros(Zn.shape[1])], "add", options)
+        w, self.path_ = follow_path(problem, np.r_[self.w_, np.zeros(k)], "add", options)
         self._n_columns = design.shape[1]
         self.gram_, self.xty_, self.w_ = gram, xty, w
         self.x_mean_ = np.r_[self.x_mean_, mean]

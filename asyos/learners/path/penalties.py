@@ -62,15 +62,16 @@ class GroupLasso:
         """Per group, how far ``0 in loss_gradient + alpha dR(w)`` is from holding: for an active
         group ``||g_g + alpha sqrt(d_g) w_g / ||w_g|| ||``, for an inactive one
         ``max(0, ||g_g|| - alpha sqrt(d_g))`` (eqs. 15-16)."""
-        out = np.empty(self.n_groups)
-        for g, (m, weight) in enumerate(zip(self.members, self.weights)):
-            wg, gg = w[m], loss_gradient[m]
-            norm = np.linalg.norm(wg)
-            if norm > 0:
-                out[g] = np.linalg.norm(gg + alpha * weight * wg / norm)
-            else:
-                out[g] = max(0.0, np.linalg.norm(gg) - alpha * weight)
-        return out
+        if w.size == 0:
+            return np.zeros(0)
+        wo, go = w[self.order], loss_gradient[self.order]                 # group by group
+        norms = np.sqrt(np.add.reduceat(wo * wo, self.starts))
+        active = norms > 0
+        unit = wo / np.repeat(np.where(active, norms, 1.0), self.sizes)
+        moved = go + alpha * np.repeat(self.weights, self.sizes) * unit
+        on = np.sqrt(np.add.reduceat(moved * moved, self.starts))
+        off = np.maximum(0.0, np.sqrt(np.add.reduceat(go * go, self.starts)) - alpha * self.weights)
+        return np.where(active, on, off)
 
 
 class LpNorm:

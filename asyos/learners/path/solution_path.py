@@ -40,6 +40,14 @@ Numerical choices of ours (the paper leaves them open):
   ``theta^(1/(p-1))``. Adding starts at ``theta_0 = start_theta`` from that asymptotic form,
   Newton-corrected; removing integrates down to ``start_theta``, then sets the moving
   coefficients to 0 and polishes the rest (Alg. 4, line 4).
+* The lasso (every group a single column, partition I): on a piece the optimum is affine in
+  ``lambda = 1 / theta`` (with ``v = s w`` the moving columns' penalty is ``alpha lambda |v_j|``, and the
+  optimality conditions on the active columns are linear in ``v`` and ``lambda``), so the path is
+  followed exactly from one transition point to the next, LARS-like, without the ODE
+  (``follow="auto"``, the default; ``_lasso_kernel``). ``follow="ode"`` integrates eq. 8 as for the
+  other penalties. Measured at
+  n = 20,000, m = 20 + 5 equicorrelated columns (``bench_dfls.py``): 16 transitions and 596 evaluations
+  of the ODE's right-hand side took 44 ms; the exact walk takes about 1 ms for the same end point.
 * If the end point still violates optimality (a transition the event missed), the result is
   finished by warm-started FISTA on the Gram matrix and ``fallback`` is set. The tests require
   that this does not happen on their problems.
@@ -56,6 +64,7 @@ import scipy.linalg
 import scipy.linalg.lapack
 
 from ...errors import ConvergenceWarning
+from . import _lasso_kernel
 from .batch_solvers import fista, lipschitz_constant
 from .penalties import GroupLasso
 
@@ -73,6 +82,7 @@ class PathOptions:
     start_theta: float = 1e-3
     polish: bool = True
     max_transitions: int | None = None
+    follow: str = "auto"                # "auto": the lasso's affine pieces walked exactly; "ode": eq. 8 for all
 
 
 @dataclass
@@ -80,11 +90,13 @@ class PathSegment:
     theta_from: float
     theta_to: float
     columns: np.ndarray                 # the active columns J while the segment lasts
-    kind: str                           # "constant" (Phase I), "ode" (Phase II) or "start" (l_p near 0)
+    kind: str                           # "constant" (Phase I), "ode" (Phase II), "start" (l_p near 0) or
+    #                                     "affine" (the lasso: v_J = a + b / theta, v = s w)
     coef_from: np.ndarray               # the full w at theta_from
     coef_to: np.ndarray
     solution: object = None             # scipy OdeSolution of w_J (kind "ode")
     power: float = 1.0                  # the solution's variable is theta^(1/power)
+    moving_columns: np.ndarray | None = None   # "affine": which of ``columns`` are scaled by theta
 
     def contains(self, theta) -> bool:
         lo, hi = sorted((self.theta_from, self.theta_to))
@@ -98,6 +110,11 @@ class PathSegment:
             frac = 0.0 if span == 0 else (theta - self.theta_from) / span
             return self.coef_from + frac * (self.coef_to - self.coef_from)
         w = np.zeros_like(self.coef_from)
+        if self.kind == "affine":
+            a, b = self.solution
+            v = a + b / theta if theta > 0 else a
+            w[self.columns] = np.where(self.moving_columns, v / max(theta, 1e-300), v)
+            return w
         w[self.columns] = self.solution(theta if self.power == 1.0 else theta ** (1.0 / self.power))
         return w
 
@@ -514,7 +531,9 @@ def follow_path(problem: PathProblem, w_start, direction: str, options: PathOpti
     walker = _Follower(problem, options, direction)
     w = np.array(w_start, dtype=float)
     try:
-        if problem.sparse:
+        if problem.sparse and options.follow == "auto" and np.all(problem.penalty.sizes == 1):
+            w = _lasso_walk(walker, w, direction)
+        elif problem.sparse:
             w = _group_lasso_walk(walker, w, direction)
         else:
             w = _lp_walk(walker, w, direction)
@@ -570,6 +589,74 @@ def _group_lasso_walk(walker: _Follower, w, direction):
             # singular): stop following; the end point is finished by FISTA
             raise _PathBroken(f"moving features were still active at theta = {theta:g}")
     return w
+
+
+def _lasso_walk(walker: _Follower, w, direction):
+    """The lasso's path, exactly (``_lasso_kernel``): with ``v = s w`` and ``lam = 1 / theta`` each piece
+    is affine in ``lam``, from one transition point to the next. Adding walks ``lam`` from infinity
+    down to 1 (its first piece is Phase I, eq. 7), removing from 1 up until no moving column is
+    active (the rest is then optimal all the way to ``theta = 0``, App. E.1)."""
+    pb = walker.problem
+    moving = pb.moving
+    group = np.empty(moving.size, dtype=np.intp)
+    group[pb.penalty.order] = np.arange(pb.penalty.n_groups)         # singletons: one group a column
+    bound = pb.alpha * pb.penalty.weights[group]                       # alpha omega_j
+    adding = direction == "add"
+    v = np.where(moving, 0.0, w) if adding else w.copy()
+    status, v_end, lam, pieces, columns, a, b, events = _lasso_kernel.lasso_walk(
+        np.ascontiguousarray(pb.gram), pb.xty, bound, moving, v, adding, walker.max_transitions + 1, 1e-10)
+    for index, (lam_from, lam_to, offset, size) in enumerate(pieces):
+        part = slice(int(offset), int(offset + size))
+        _record_piece(walker, lam_from, lam_to, columns[part], a[part], b[part],
+                      start=_w_of(v, moving, lam_from) if index == 0 else None)
+        for _, column, kind in events[events[:, 0] == index]:
+            walker.record(1.0 / lam_to, group[column], "enter" if kind else "leave")
+    if len(pieces):
+        walker.last = walker.path.segments[-1].coef_from       # where the last piece began
+    if adding:
+        entered = events[events[:, 2] == 1]
+        walker.path.phase1_theta = float(1.0 / pieces[int(entered[0, 0]), 1]) if entered.size else 1.0
+    if status == _lasso_kernel.TOO_MANY:
+        raise _PathBroken(f"the path crossed more than {walker.max_transitions} transition points")
+    if status == _lasso_kernel.SINGULAR:
+        raise _PathBroken(f"the active columns' Gram matrix is singular at theta = {1.0 / lam:.6g}")
+    if status == _lasso_kernel.STUCK:
+        raise _PathBroken("moving features stayed active all the way to theta = 0")
+    w_end = _w_of(v_end, moving, lam)
+    if not adding:
+        walker.constant(w_end, 1.0 / lam, 0.0, np.flatnonzero(v_end))
+    return w_end
+
+
+def _spread(columns, values, size):
+    out = np.zeros(size)
+    out[columns] = values
+    return out
+
+
+def _w_of(v, moving, lam):
+    """``w = v / s`` (``s = theta = 1 / lam`` on the moving columns; they are 0 at ``lam = inf``)."""
+    if not np.isfinite(lam):
+        return np.where(moving, 0.0, v)
+    return np.where(moving, v * lam, v)
+
+
+def _record_piece(walker, lam_from, lam_to, columns, a, b, start=None):
+    """The piece from ``lam_from`` to ``lam_to`` as a segment in theta (constant while no moving column
+    is active: ``w`` does not change then); ``start``: the walk's own first point, which the piece's
+    solve reproduces to rounding only."""
+    moving = walker.problem.moving
+    size = moving.size
+    theta_from = 0.0 if not np.isfinite(lam_from) else 1.0 / lam_from
+    w_from = _w_of(_spread(columns, a + lam_from * b if np.isfinite(lam_from) else a, size), moving, lam_from) \
+        if start is None else start
+    w_to = _w_of(_spread(columns, a + lam_to * b, size), moving, lam_to)
+    if not moving[columns].any():
+        walker.path.segments.append(PathSegment(theta_from, 1.0 / lam_to, columns.copy(), "constant", w_from,
+                                                w_from.copy()))
+    else:
+        walker.path.segments.append(PathSegment(theta_from, 1.0 / lam_to, columns.copy(), "affine", w_from, w_to,
+                                                solution=(a.copy(), b.copy()), moving_columns=moving[columns].copy()))
 
 
 def _lp_walk(walker: _Follower, w, direction):
