@@ -228,6 +228,8 @@ def fit_one(data, spec):
     algo, params = spec["algorithm"], dict(spec["params"])
     if algo in ("b-arda", "b-amd"):
         params.setdefault("delta", DELTA)
+    if algo == "b-amd":                # ECML'18 Alg. 2 as published: a coordinate left out restarts from 0
+        params.setdefault("outside", "reset")
     if algo in PAIRS:                  # the paper's online l1 models: no refit of the kept features
         params.setdefault("refit", False)
     est = LEARNERS[algo](budget=spec["budget"], scale=None, passes="auto", random_state=spec["seed"], **params)

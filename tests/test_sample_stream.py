@@ -82,6 +82,31 @@ def bamd(X, y, order, B, eta, lam, delta, loss, power=1):
     return w
 
 
+def bamd_accumulate(X, y, order, B, eta, lam, delta, loss, power=1):
+    """B-AMD with ``outside="accumulate"``: every coordinate keeps its ``z``; ``w`` is ``z`` on the kept
+    set, which is revised on rows with a non-zero loss gradient among its members and the row's
+    coordinates (the ``B`` largest ``H |z|^power``); members whose ``z`` is exactly 0 leave."""
+    d = X.shape[1]
+    sq, z, kept = np.zeros(d), np.zeros(d), np.zeros(d, bool)
+    for r in order:
+        x = X[r]
+        w = np.where(kept, z, 0.0)
+        gl = dloss(loss, y[r], w @ x)
+        g = lam * w + gl * x
+        sq += g ** 2
+        H = delta + np.sqrt(sq)
+        z = z - eta * g / H
+        kept &= z != 0
+        if gl != 0:
+            cand = kept | ((x != 0) & (z != 0))
+            if np.count_nonzero(cand) > B:
+                kept = np.zeros(d, bool)
+                kept[top(H * np.abs(z) ** power, B, cand)] = True
+            else:
+                kept = cand
+    return np.where(kept, z, 0.0)
+
+
 def ofs(X, y, order, B, eta, lam, loss):
     w = np.zeros(X.shape[1])
     for r in order:
@@ -203,8 +228,10 @@ def data():
 ORACLE_CASES = [
     ("b-arda", lambda B, lam, loss: BudgetedARDA(budget=B, eta=0.5, lam=lam, loss=loss),
      lambda X, y, o, B, lam, loss: barda(X, y, o, B, 0.5, lam, 1e-2, loss)),
-    ("b-amd", lambda B, lam, loss: BudgetedAMD(budget=B, eta=0.5, lam=lam, loss=loss),
+    ("b-amd", lambda B, lam, loss: BudgetedAMD(budget=B, eta=0.5, lam=lam, loss=loss, outside="reset"),
      lambda X, y, o, B, lam, loss: bamd(X, y, o, B, 0.5, lam, 1e-2, loss)),
+    ("b-amd-accumulate", lambda B, lam, loss: BudgetedAMD(budget=B, eta=0.5, lam=lam, loss=loss),
+     lambda X, y, o, B, lam, loss: bamd_accumulate(X, y, o, B, 0.5, lam, 1e-2, loss)),
     ("ofs", lambda B, lam, loss: OFS(budget=B, eta=0.3, lam=lam, loss=loss),
      lambda X, y, o, B, lam, loss: ofs(X, y, o, B, 0.3, lam, loss)),
     ("l1-arda", lambda B, lam, loss: L1ARDA(budget=None, lam=lam, eta=0.5, loss=loss),
@@ -227,17 +254,19 @@ def test_row_loops_equal_the_dense_transcriptions(name, make, oracle, loss, B, l
     model = make(B, lam, loss).set_params(passes=PASSES, scale=None, random_state=SEED).fit(sp.csr_matrix(X), y)
     expected = oracle(X, y, orders(X.shape[0]), B, lam, loss)
     np.testing.assert_allclose(model.coef_, expected, rtol=1e-9, atol=1e-12)
-    if name in ("b-arda", "b-amd", "ofs"):
+    if name in ("b-arda", "b-amd", "b-amd-accumulate", "ofs"):
         assert np.count_nonzero(expected) <= B
         np.testing.assert_array_equal(model.support_, np.flatnonzero(expected))
 
 
-@pytest.mark.parametrize("step,oracle", [("dual-averaging", barda), ("mirror-descent", bamd)])
+@pytest.mark.parametrize("step,outside,oracle", [("dual-averaging", "accumulate", barda),
+                                                ("mirror-descent", "reset", bamd),
+                                                ("mirror-descent", "accumulate", bamd_accumulate)])
 @pytest.mark.parametrize("truncation,power", [("quadratic", 2), ("linear", 1)])
-def test_the_adagrad_core_takes_any_step_with_any_score(step, oracle, truncation, power, data):
+def test_the_adagrad_core_takes_any_step_with_any_score(step, outside, oracle, truncation, power, data):
     X, y, _ = data
     model = AdaptiveTruncation(budget=5, step=step, truncation=truncation, eta=0.5, lam=0.05, passes=PASSES,
-                               scale=None, random_state=SEED).fit(X, y)
+                               scale=None, outside=outside, random_state=SEED).fit(X, y)
     expected = oracle(X, y, orders(X.shape[0]), 5, 0.5, 0.05, 1e-2, "squared_hinge", power=power)
     np.testing.assert_allclose(model.coef_, expected, rtol=1e-9, atol=1e-12)
 

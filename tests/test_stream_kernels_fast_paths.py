@@ -12,7 +12,7 @@ from asyos.learners.stream import _stream_kernels
 from asyos.learners.stream.budgeted import BudgetedAMD, BudgetedARDA
 from asyos.learners.stream.ofs import OFS, SOFS
 from asyos.learners.stream.stream_learners import all_stream_learners
-from tests.test_sample_stream import bamd, barda, ofs, orders, sofs
+from tests.test_sample_stream import bamd, bamd_accumulate, barda, ofs, orders, sofs
 
 
 def wide_problem(n=300, d=500, density=0.06, seed=7):
@@ -49,12 +49,15 @@ def test_barda_rescans_happen_on_the_wide_problem_with_a_small_buffer(monkeypatc
 
 @pytest.mark.parametrize("lam", [0.0, 0.05, 1.0])
 @pytest.mark.parametrize("B", [1, 4, 5, 30])
-@pytest.mark.parametrize("density", [0.02, 0.3])
-def test_bamd_filtered_truncation_gives_eq_3_4_exactly(lam, B, density):
-    """Sparse rows (a few newcomers: one-at-a-time replacement) and dense ones (many: the quickselect)."""
+@pytest.mark.parametrize("density", [0.02, 0.3, 0.9])
+@pytest.mark.parametrize("outside,oracle", [("reset", bamd), ("accumulate", bamd_accumulate)])
+def test_bamd_filtered_truncation_gives_eq_3_4_exactly(lam, B, density, outside, oracle):
+    """Sparse rows (a few newcomers, merged into the kept set) and dense ones (many: past ``MERGE`` with
+    d = 120 at density 0.9, the quickselect)."""
     X, y = wide_problem(n=200, d=120, density=density, seed=11)
-    model = BudgetedAMD(budget=B, eta=0.5, lam=lam, passes=2, scale=None, random_state=5).fit(X, y)
-    expected = bamd(X, y, orders(X.shape[0], passes=2, seed=5), B, 0.5, lam, 1e-2, "squared_hinge")
+    model = BudgetedAMD(budget=B, eta=0.5, lam=lam, passes=2, scale=None, outside=outside,
+                        random_state=5).fit(X, y)
+    expected = oracle(X, y, orders(X.shape[0], passes=2, seed=5), B, 0.5, lam, 1e-2, "squared_hinge")
     np.testing.assert_allclose(model.coef_, expected, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(model.support_, np.flatnonzero(expected))
 

@@ -56,7 +56,7 @@ import numpy as np
 from ...losses import dloss1
 
 NORM_REFRESH = 1024           # OFS recomputes its running sum of squares exactly this often
-SMALL = 4                     # B-AMD: at most this many newcomers replace the weakest member one at a time
+MERGE = 64                    # B-AMD: up to this many candidates are merged into the kept set (_bamd_merge)
 
 SEEN, UPDATES, MISTAKES = 0, -2, -1     # in every learner's ``counts``: samples seen, updates, mistakes
 
@@ -498,8 +498,8 @@ def kept_counts(*, seen=0, kept=0, updates=0, mistakes=0):
 
 
 @jit
-def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, indptr, indices, data, y, order, margins,
-              given):
+def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, accumulate, indptr, indices, data, y, order,
+              margins, given):
     """``params`` (``budgeted_params``) and ``counts`` (``kept_counts``: ``KS_KEPT`` is the members) by
     their named slots.
 
@@ -523,9 +523,14 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, indptr, in
     outside the kept set may then be stale, and is recomputed from ``sq`` before it is read.
 
     The truncation: a newcomer (a row coordinate outside the kept set) that does not beat the weakest
-    member cannot be among the ``B`` largest, so it is dropped after one comparison; the few that do
-    replace the weakest one at a time (``SMALL`` of them or fewer; more: one quickselect over the members
-    and them).
+    member cannot be among the ``B`` largest, so it is dropped after one comparison; the members' scores
+    are taken in the shrinking pass, and the few newcomers that beat the weakest (``MERGE`` or fewer) are
+    merged into the kept set (``_bamd_merge``: the weakest members found in one pass, only the slots that
+    change written); more: one quickselect over the members and them.
+
+    ``accumulate`` (``outside="accumulate"``): a coordinate outside the kept set keeps its ``z`` in its
+    record, moved by each step that touches it, and competes with it; without it (ECML'18 Alg. 2) it
+    restarts from 0 at each step and is zeroed when it stays out.
     """
     w, sq, h, mpos = rec[:, 0], rec[:, 1], rec[:, 2], rec[:, 3]
     kw, ksq, kh, ks, kt = kept[0], kept[1], kept[2], kept[3], kept[4]
@@ -555,7 +560,7 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, indptr, in
         gl = dloss1(code, y[r], u)
         if gl != 0.0:
             nupd += 1
-        full = nmem == budget and power == 1         # newcomers filtered before their H and z are computed
+        full = nmem == budget and power == 1 and not accumulate   # newcomers filtered before H and z are computed
         fresh = 0                                    # the newcomers: the row's non-zeros of z outside
         for k in range(lo, hi):
             i = indices[k]
@@ -573,14 +578,15 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, indptr, in
             if g != 0.0:
                 sq[i] += g * g
                 if not full:
-                    fresh += _bamd_newcomer(w, sq, h, i, g, eta, delta)
+                    fresh += _bamd_newcomer(w, sq, h, i, g, eta, delta, accumulate)
         zeros = 0                                    # untouched members shrink (g = lam w); g = 0: unchanged
-        for m in range(nmem):
+        for m in range(nmem):                        # ... and every member's score, in the same pass
             g = 0.0 if kt[m] != 0.0 else lam * kw[m]
             ksq[m] += g * g
             kh[m] = delta + math.sqrt(ksq[m])
             kw[m] -= eta * g / kh[m]
             kt[m] = 0.0
+            ks[m] = _amd_score(kw[m], kh[m], power)
             zeros += kw[m] == 0.0
         if zeros:
             nmem = _bamd_compact(rec, members, kept, nmem)
@@ -590,22 +596,21 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, indptr, in
                 i = indices[k]
                 g = gl * data[k]
                 if mpos[i] < 0.0 and g != 0.0:
-                    fresh += _bamd_newcomer(w, sq, h, i, g, eta, delta)
+                    fresh += _bamd_newcomer(w, sq, h, i, g, eta, delta, accumulate)
         if not full and nmem + fresh <= budget:
             for k in range(lo, hi):
                 i = indices[k]
-                if mpos[i] < 0.0 and w[i] != 0.0:
+                if mpos[i] < 0.0 and w[i] != 0.0 and gl * data[k] != 0.0:     # the newcomers counted
                     _bamd_enter(rec, members, kept, nmem, i)
+                    ks[nmem] = _amd_score(kw[nmem], kh[nmem], power)
                     nmem += 1
             continue
         weakest = -1                                 # the weakest member's slot
         for m in range(nmem):
-            ks[m] = _amd_score(kw[m], kh[m], power)
-        for m in range(nmem):
             if weakest < 0 or beats(ks[weakest], members[weakest], ks[m], members[m]):
                 weakest = m
         n = 0                                        # survivors: newcomers beating the weakest member
-        bar = ks[weakest] * (1.0 - 1e-12)
+        bar = ks[weakest] * (1.0 - 1e-12) if weakest >= 0 else 0.0
         for k in range(lo, hi):
             i = indices[k]
             if mpos[i] >= 0.0:
@@ -614,41 +619,34 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, indptr, in
                 g = gl * data[k]
                 if g == 0.0 or eta * abs(g) < bar:   # H |z| = eta |g| up to 3 roundings: below the weakest
                     continue
-                _bamd_newcomer(w, sq, h, i, g, eta, delta)
+                _bamd_newcomer(w, sq, h, i, g, eta, delta, accumulate)
             if w[i] != 0.0:
                 s = _amd_score(w[i], h[i], power)
                 if nmem < budget or beats(s, ranks[i], ks[weakest], ranks[members[weakest]]):
                     score[i] = s
                     cand[n] = i
                     n += 1
-                else:
+                elif not accumulate:
                     w[i] = 0.0
-        if n <= SMALL and nmem == budget:
-            for q in range(n):
-                i = cand[q]
-                if not beats(score[i], ranks[i], ks[weakest], ranks[members[weakest]]):
-                    w[i] = 0.0
-                    continue
-                _bamd_leave(rec, members, kept, weakest)
-                _bamd_enter(rec, members, kept, weakest, i)
-                ks[weakest] = score[i]
-                weakest = 0
-                for m in range(1, nmem):
-                    if beats(ks[weakest], members[weakest], ks[m], members[m]):
-                        weakest = m
+        if n == 0:
+            continue
+        if n <= MERGE:
+            nmem = _bamd_merge(rec, members, kept, cand, n, score, ranks, nmem, budget, power, accumulate)
             continue
         for m in range(nmem):                        # a quickselect over the members and the survivors
             i = members[m]
             score[i] = ks[m]
             cand[n + m] = i
-            _bamd_leave(rec, members, kept, m)
+            _bamd_leave(rec, members, kept, m, accumulate)
             w[i] = kw[m]
         n += nmem
         keep_top(cand, n, budget, score, ranks)
-        for m in range(budget, n):
-            w[cand[m]] = 0.0
+        if not accumulate:
+            for m in range(budget, n):
+                w[cand[m]] = 0.0
         for m in range(budget):
             _bamd_enter(rec, members, kept, m, cand[m])
+            ks[m] = score[cand[m]]
         nmem = budget
     counts[KS_SEEN], counts[KS_KEPT], counts[KS_UPDATES], counts[KS_MISTAKES] = t, nmem, nupd, miss
 
@@ -663,19 +661,24 @@ def _bamd_enter(rec, members, kept, m, i):
 
 
 @jit
-def _bamd_newcomer(w, sq, h, i, g, eta, delta):
+def _bamd_newcomer(w, sq, h, i, g, eta, delta, accumulate):
     """``H_i`` and ``z_i = -eta g / H_i`` of a coordinate outside the kept set (``sq_i`` already
-    updated with ``g``); returns 1 when ``z_i != 0``."""
+    updated with ``g``), or with ``accumulate`` ``z_i`` moved by that step from where it was; returns 1
+    when ``z_i != 0``."""
     h[i] = delta + math.sqrt(sq[i])
-    w[i] = -(eta * g / h[i])
+    if accumulate:
+        w[i] -= eta * g / h[i]
+    else:
+        w[i] = -(eta * g / h[i])
     return 1 if w[i] != 0.0 else 0
 
 
 @jit
-def _bamd_leave(rec, members, kept, m):
-    """The member in slot ``m`` leaves the kept set (``w = 0``; ``sq, H`` back into its record)."""
+def _bamd_leave(rec, members, kept, m, accumulate):
+    """The member in slot ``m`` leaves the kept set (``w = 0``, or with ``accumulate`` its ``z``; ``sq, H``
+    back into its record)."""
     i = members[m]
-    rec[i, 0], rec[i, 1], rec[i, 2], rec[i, 3] = 0.0, kept[1, m], kept[2, m], -1.0
+    rec[i, 0], rec[i, 1], rec[i, 2], rec[i, 3] = kept[0, m] if accumulate else 0.0, kept[1, m], kept[2, m], -1.0
 
 
 @jit
@@ -684,7 +687,7 @@ def _bamd_compact(rec, members, kept, nmem):
     n = 0
     for m in range(nmem):
         if kept[0, m] == 0.0:
-            _bamd_leave(rec, members, kept, m)
+            _bamd_leave(rec, members, kept, m, False)
             continue
         members[n] = members[m]
         rec[members[n], 3] = n
@@ -692,6 +695,92 @@ def _bamd_compact(rec, members, kept, nmem):
             kept[c, n] = kept[c, m]
         n += 1
     return n
+
+
+@jit
+def _bamd_merge(rec, members, kept, cand, n, score, ranks, nmem, budget, power, accumulate):
+    """The ``B`` strongest of the members and the ``n`` candidates ``cand[:n]`` (``score``) become the kept
+    set, the members that stay keeping their slots: the candidates sorted strongest first fill the free
+    slots, then replace the weakest members (found in one pass, ``_weakest_slots``) while they beat
+    them. ``O(B log n + n^2)`` where the quickselect over every member and candidate wrote every
+    member's record back and in again. Returns the number of members."""
+    ks = kept[3]
+    for a in range(1, n):                            # candidates, strongest first (insertion sort: n is small)
+        x = cand[a]
+        b = a - 1
+        while b >= 0 and beats(score[x], ranks[x], score[cand[b]], ranks[cand[b]]):
+            cand[b + 1] = cand[b]
+            b -= 1
+        cand[b + 1] = x
+    free = min(budget - nmem, n)
+    # the weakest members that the candidates past the free slots may replace: the candidates that take
+    # the free slots beat those, so only the members before them can leave; scratch past the candidates
+    # (``n`` candidates and ``nmem`` members are distinct features: ``len(cand) - n >= nmem``)
+    weak = cand[n:]
+    j = _weakest_slots(ks, members, nmem, min(n - free, nmem), weak)
+    q = 0
+    while q < free:                                  # free slots
+        i = cand[q]
+        _bamd_enter(rec, members, kept, nmem, i)
+        ks[nmem] = score[i]
+        nmem += 1
+        q += 1
+    t = 0
+    while q < n and t < j:
+        i = cand[q]
+        m = weak[t]
+        if not beats(score[i], ranks[i], ks[m], members[m]):
+            break
+        _bamd_leave(rec, members, kept, m, accumulate)
+        _bamd_enter(rec, members, kept, m, i)
+        ks[m] = score[i]
+        q += 1
+        t += 1
+    if not accumulate:
+        w = rec[:, 0]
+        for r in range(q, n):
+            w[cand[r]] = 0.0
+    return nmem
+
+
+@jit
+def _weakest_slots(ks, members, nmem, j, out):
+    """The ``j`` weakest member slots (in the ``beats`` order, the feature index the rank), weakest first,
+    in ``out[:j]``: one pass keeping a heap of the ``j`` weakest so far, its strongest on top."""
+    size = 0
+    for m in range(nmem):
+        if size < j:
+            out[size] = m
+            c = size
+            size += 1
+            while c > 0:
+                par = (c - 1) // 2
+                if not beats(ks[out[c]], members[out[c]], ks[out[par]], members[out[par]]):
+                    break
+                out[c], out[par] = out[par], out[c]
+                c = par
+        elif j > 0 and beats(ks[out[0]], members[out[0]], ks[m], members[m]):
+            out[0] = m
+            c = 0
+            while True:
+                big, left = c, 2 * c + 1
+                if left < size and beats(ks[out[left]], members[out[left]], ks[out[big]], members[out[big]]):
+                    big = left
+                if left + 1 < size and beats(ks[out[left + 1]], members[out[left + 1]], ks[out[big]],
+                                             members[out[big]]):
+                    big = left + 1
+                if big == c:
+                    break
+                out[c], out[big] = out[big], out[c]
+                c = big
+    for a in range(1, size):                         # weakest first
+        x = out[a]
+        b = a - 1
+        while b >= 0 and beats(ks[out[b]], members[out[b]], ks[x], members[x]):
+            out[b + 1] = out[b]
+            b -= 1
+        out[b + 1] = x
+    return size
 
 
 @jit

@@ -7,7 +7,20 @@ Both keep ``H_t = delta I + diag(s_t)`` with ``s_{t,i} = ||g_{1:t,i}||_2`` and `
   with ``g`` the loss gradient alone (``phi`` enters through ``lam eta t``); the truncation never
   feeds back into the state, so a truncated coordinate returns when its score recovers;
 * step ``mirror-descent`` (AMD, Alg. 2 eq. 3): ``z_{t+1} = w_t - eta H_t^{-1} g_t`` with
-  ``g_t = lam w_t + l'(u_t) x_t``, and ``w_{t+1}`` is the truncated ``z_{t+1}``;
+  ``g_t = lam w_t + l'(u_t) x_t``, and ``w_{t+1}`` is the truncated ``z_{t+1}``. Literally
+  (``outside="reset"``) a coordinate outside the kept set has ``w = 0``, so its ``z`` is one step from 0
+  and its score ``H |z| = eta |g_t|`` forgets its history: the kept set fills with the first row's
+  coordinates and then trades members for the coordinates of the latest large gradients, never
+  for the ones whose gradients agree over many rows. With ``outside="accumulate"`` (the default)
+  every coordinate keeps its own ``z``, moved by its steps whether it is kept or not, as dual
+  averaging keeps its sums: ``w`` is the truncated ``z``, and a coordinate competes for the kept
+  set with the ``z`` its history gave it when a row touches it (the kept set is revised on rows
+  with a non-zero loss gradient, among its members and the row's coordinates; the shrinkage
+  ``lam w`` applies to the kept coordinates, whose ``w`` is their ``z``). Measured (training
+  accuracy after ``fit``, budgets 10 and 100; B-ARDA's defaults beside): on a sparse stream of
+  10,000 rows x 20,000 features the literal step ends at 0.79 / 0.73 and keeps 4 of 100 informative
+  features, accumulating 0.83 / 0.96 (B-ARDA 0.83 / 0.97); basehock 0.52 / 0.67 -> 0.80 / 0.95 (0.82 /
+  0.96); pcmac 0.55 / 0.67 -> 0.69 / 0.88 (0.74 / 0.90);
 * truncation ``quadratic`` keeps the ``B`` largest ``H_ii z_i^2`` (eq. 2, B-ARDA's), ``linear`` the
   ``B`` largest ``H_ii |z_i|`` (eq. 4, B-AMD's).
 
@@ -23,6 +36,7 @@ import numpy as np
 
 from . import _stream_kernels as K
 from .sample_stream import SampleStreamLearner, StreamState, records
+from ...errors import InputError
 from ..params import StrOptions, non_negative, positive
 
 STEPS = ("dual-averaging", "mirror-descent")
@@ -48,6 +62,10 @@ class AdaptiveTruncation(SampleStreamLearner):
         Passes of ``fit`` over the data (``auto``: ``ceil(2 d / n)``, the ECML'18 protocol).
     scale : {"maxabs", None}
         See ``asyos.learners.stream.sample_stream``.
+    outside : {"accumulate", "reset"}
+        The mirror-descent step: coordinates outside the kept set keep their ``z`` (``"accumulate"``)
+        or restart from 0 (``"reset"``, ECML'18 Alg. 2 as published); module docstring. Dual
+        averaging keeps every coordinate's sums whatever the truncation: ``"reset"`` is refused there.
     random_state : int or None
         Seed of the pass orders.
     n_features : int or None
@@ -59,10 +77,12 @@ class AdaptiveTruncation(SampleStreamLearner):
     BUFFER = 256
     _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "step": [StrOptions(set(STEPS))],
                               "truncation": [StrOptions(set(TRUNCATIONS))], "eta": [positive()],
-                              "lam": [non_negative()], "delta": [positive()]}
+                              "lam": [non_negative()], "delta": [positive()],
+                              "outside": [StrOptions({"accumulate", "reset"})]}
 
     def __init__(self, budget=10, step="dual-averaging", truncation="quadratic", eta=0.1, lam=1e-4, delta=1e-2,
-                 loss="squared_hinge", passes="auto", scale="maxabs", random_state=0, n_features=None):
+                 loss="squared_hinge", passes="auto", scale="maxabs", outside="accumulate", random_state=0,
+                 n_features=None):
         self.budget = budget
         self.step = step
         self.truncation = truncation
@@ -72,9 +92,15 @@ class AdaptiveTruncation(SampleStreamLearner):
         self.loss = loss
         self.passes = passes
         self.scale = scale
+        self.outside = outside
         self.random_state = random_state
         self.n_features = n_features
 
+    def _check_params(self, n_features):
+        super()._check_params(n_features)
+        if self.step == "dual-averaging" and self.outside == "reset":
+            raise InputError("outside='reset' is the mirror-descent step's (ECML'18 Alg. 2); dual averaging keeps "
+                             "every coordinate's sums whatever the truncation")
 
     def _new_state(self, p, code):
         params = K.budgeted_params(eta=self.eta, lam=self.lam, delta=self.delta, budget=self.budget_, loss=code,
@@ -94,7 +120,8 @@ class AdaptiveTruncation(SampleStreamLearner):
     def _kernel(self, s):
         if self.step == "dual-averaging":
             return K.barda_rows, (s.rec, s.members, s.heap, s.cand, s.bound, s.counts, s.params)
-        return K.bamd_rows, (s.rec, s.members, s.kept, s.cand, s.scores, s.ranks, s.counts, s.params)
+        return K.bamd_rows, (s.rec, s.members, s.kept, s.cand, s.scores, s.ranks, s.counts, s.params,
+                             getattr(self, "outside", "accumulate") == "accumulate")
 
     def _buffer_capacity(self):
         """B-ARDA's buffer of candidates (``_stream_kernels.barda_rows``): ``2 max(B, BUFFER)``."""
@@ -149,6 +176,9 @@ class BudgetedARDA(AdaptiveTruncation):
     scale : {"maxabs", None}, default="maxabs"
         ``"maxabs"``: each feature divided by its largest absolute value seen so far
         (``asyos.learners.stream.sample_stream``); ``None``: the data as given.
+    outside : {"accumulate", "reset"}, default="accumulate"
+        Used by the mirror-descent step only (dual averaging keeps every coordinate's sums; ``"reset"`` is
+        refused with it).
     random_state : int or None, default=0
         Seed of the pass orders.
     n_features : int or None, default=None
@@ -196,9 +226,11 @@ class BudgetedARDA(AdaptiveTruncation):
     algorithm_name = "b-arda"
 
     def __init__(self, budget=10, step="dual-averaging", truncation="quadratic", eta=0.03, lam=1e-4, delta=1e-2,
-                 loss="squared_hinge", passes="auto", scale="maxabs", random_state=0, n_features=None):
+                 loss="squared_hinge", passes="auto", scale="maxabs", outside="accumulate", random_state=0,
+                 n_features=None):
         super().__init__(budget=budget, step=step, truncation=truncation, eta=eta, lam=lam, delta=delta, loss=loss,
-                         passes=passes, scale=scale, random_state=random_state, n_features=n_features)
+                         passes=passes, scale=scale, outside=outside, random_state=random_state,
+                         n_features=n_features)
 
 
 class BudgetedAMD(AdaptiveTruncation):
@@ -216,8 +248,9 @@ class BudgetedAMD(AdaptiveTruncation):
         The step (``"dual-averaging"`` is B-ARDA's, ECML'18 Alg. 1 eq. 1).
     truncation : {"linear", "quadratic"}, default="linear"
         The truncation score: ``H_ii |z_i|`` (eq. 4) or ``H_ii z_i^2`` (eq. 2).
-    eta : float, default=0.1
-        Step size (> 0).
+    eta : float, default=0.03
+        Step size (> 0); 0.1 before ``outside="accumulate"``, which needs the smaller step (module
+        docstring).
     lam : float, default=1e-4
         The l2 weight (>= 0) of ``phi = lam/2 ||w||^2``.
     delta : float, default=1e-2
@@ -231,6 +264,9 @@ class BudgetedAMD(AdaptiveTruncation):
     scale : {"maxabs", None}, default="maxabs"
         ``"maxabs"``: each feature divided by its largest absolute value seen so far
         (``asyos.learners.stream.sample_stream``); ``None``: the data as given.
+    outside : {"accumulate", "reset"}, default="accumulate"
+        ``"accumulate"``: a coordinate outside the kept set keeps its ``z`` and competes with it when a row
+        touches it; ``"reset"``: it restarts from 0, ECML'18 Alg. 2 as published (module docstring).
     random_state : int or None, default=0
         Seed of the pass orders.
     n_features : int or None, default=None
@@ -275,7 +311,9 @@ class BudgetedAMD(AdaptiveTruncation):
 
     algorithm_name = "b-amd"
 
-    def __init__(self, budget=10, step="mirror-descent", truncation="linear", eta=0.1, lam=1e-4, delta=1e-2,
-                 loss="squared_hinge", passes="auto", scale="maxabs", random_state=0, n_features=None):
+    def __init__(self, budget=10, step="mirror-descent", truncation="linear", eta=0.03, lam=1e-4, delta=1e-2,
+                 loss="squared_hinge", passes="auto", scale="maxabs", outside="accumulate", random_state=0,
+                 n_features=None):
         super().__init__(budget=budget, step=step, truncation=truncation, eta=eta, lam=lam, delta=delta, loss=loss,
-                         passes=passes, scale=scale, random_state=random_state, n_features=n_features)
+                         passes=passes, scale=scale, outside=outside, random_state=random_state,
+                         n_features=n_features)
