@@ -230,8 +230,9 @@ def fit_one(data, spec):
         params.setdefault("delta", DELTA)
     if algo == "b-amd":                # ECML'18 Alg. 2 as published: a coordinate left out restarts from 0
         params.setdefault("outside", "reset")
-    if algo in PAIRS:                  # the paper's online l1 models: no refit of the kept features
-        params.setdefault("refit", False)
+    if algo in PAIRS:                  # the paper's online l1 models: no refit of the kept features, and the
+        params.setdefault("refit", False)     # most non-zeros not above the budget
+        params.setdefault("budget_rule", "at_most")
     est = LEARNERS[algo](budget=spec["budget"], scale=None, passes="auto", random_state=spec["seed"], **params)
     rec = {k: v for k, v in spec.items() if k != "params"}
     rec.update(params)

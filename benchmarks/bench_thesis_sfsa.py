@@ -81,6 +81,12 @@ def _paper(profile, seed):
     return {**_common(profile, seed), "refit": False}
 
 
+def _paper_l1(profile, seed):
+    """OPG and RDA as the thesis runs them: besides ``_paper``, the l1 weight of the model with the most
+    non-zeros not above k (``budget_rule="at_most"``)."""
+    return {**_paper(profile, seed), "budget_rule": "at_most"}
+
+
 def _mb(profile):
     return {"batch_size": profile["batch_size"]}
 
@@ -92,8 +98,8 @@ LEARNERS = {
         "SFSA-AG": lambda pr, L, s: SFSA(eta=0.3 / L, method="nesterov", loss="squared", **_mb(pr),
                                          **_paper(pr, s)),
         "TSGD": lambda pr, L, s: TSGD(eta=1.0 / L, truncate="end", loss="squared", **_mb(pr), **_paper(pr, s)),
-        "OPG": lambda pr, L, s: OPG(eta=1.0 / L, loss="squared", **_paper(pr, s)),
-        "RDA": lambda pr, L, s: RDA(gamma=L, loss="squared", **_paper(pr, s)),
+        "OPG": lambda pr, L, s: OPG(eta=1.0 / L, loss="squared", **_paper_l1(pr, s)),
+        "RDA": lambda pr, L, s: RDA(gamma=L, loss="squared", **_paper_l1(pr, s)),
     },
     "classification": {
         "SFSA": lambda pr, L, s: SFSA(eta=3.0 / L, loss="squared_hinge", **_mb(pr), **_paper(pr, s)),
@@ -105,8 +111,8 @@ LEARNERS = {
                                       **_paper(pr, s)),
         "FOFS": lambda pr, L, s: OFS(eta=0.01, lam=0.01, loss="hinge", **_common(pr, s)),
         "SOFS": lambda pr, L, s: SOFS(gamma=1.0, loss="hinge", **_common(pr, s)),
-        "OPG": lambda pr, L, s: OPG(eta=1.0 / L, lam2=0.01, loss="squared_hinge", **_paper(pr, s)),
-        "RDA": lambda pr, L, s: RDA(gamma=L, lam2=0.01, loss="squared_hinge", **_paper(pr, s)),
+        "OPG": lambda pr, L, s: OPG(eta=1.0 / L, lam2=0.01, loss="squared_hinge", **_paper_l1(pr, s)),
+        "RDA": lambda pr, L, s: RDA(gamma=L, lam2=0.01, loss="squared_hinge", **_paper_l1(pr, s)),
         "TSGD-every": lambda pr, L, s: TSGD(eta=1.0 / L, truncate="every", loss="squared_hinge", **_mb(pr),
                                             **_paper(pr, s)),
     },

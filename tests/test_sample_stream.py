@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 from asyos.learners.stream.stream_simulator import AsyncSampleStream, worker_streams
-from asyos.errors import InputError
+from asyos.errors import InputError, SelectionWarning
 from asyos.learners.stream.budgeted import AdaptiveTruncation, BudgetedAMD, BudgetedARDA
 from asyos.learners.stream.l1 import L1ARDA, OPG, RDA, AdaFOBOS
 from asyos.learners.stream.ofs import OFS, SOFS
@@ -420,7 +420,7 @@ def test_divergence_is_named_not_returned(data):
 
 def test_l1_search_meets_the_budget_with_the_most_features(data):
     X, y, _ = data
-    model = L1ARDA(budget=6, passes=2).fit(X, y)
+    model = L1ARDA(budget=6, passes=2, budget_rule="at_most").fit(X, y)
     assert 0 < np.count_nonzero(model.coef_) <= 6
     counts = [c for _, c in model.lam_path_]
     assert np.count_nonzero(model.coef_) == max(c for c in counts if c <= 6)
@@ -429,9 +429,50 @@ def test_l1_search_meets_the_budget_with_the_most_features(data):
 
 
 @pytest.mark.parametrize("cls", [L1ARDA, AdaFOBOS, OPG, RDA], ids=lambda c: c.algorithm_name)
+def test_l1_search_at_least_reports_the_budget_largest_weights(cls, data):
+    """``budget_rule="at_least"``: exactly ``budget`` features when a fit had that many, else the fewest
+    above it, cut to its ``budget`` largest weights (the online model at ``lam_`` computed afresh)."""
+    X, y, _ = data
+    model = cls(budget=6, passes=2, loss="squared_hinge").fit(X, y)
+    counts = [c for _, c in model.lam_path_ if c is not None]
+    assert max(counts) >= 6
+    assert model.support_.size == 6 == np.count_nonzero(model.raw_coef_)
+    online = cls(budget=6, lam=model.lam_, passes=2, loss="squared_hinge", refit=False).fit(X, y)
+    raw = online.coef_
+    assert np.count_nonzero(raw) == (6 if 6 in counts else min(c for c in counts if c > 6))
+    strength = np.abs(raw * online.scale_)
+    expected = np.sort(np.lexsort((np.arange(raw.size), -strength))[:6])
+    np.testing.assert_array_equal(model.support_, expected)
+    np.testing.assert_allclose(model.raw_coef_[expected], raw[expected], rtol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [AdaFOBOS, OPG], ids=lambda c: c.algorithm_name)
+def test_l1_search_where_the_count_jumps_past_the_budget(cls):
+    """0/1 features and the squared hinge: no feature moves for ``lam >= 1`` and dozens just below, so no
+    ``lam`` leaves 10. The ECML'18 rule keeps none (the intercept's model); ``at_least`` keeps 10, whose refit
+    fits the training rows at least as well."""
+    rng = np.random.default_rng(0)
+    dense = (rng.random((300, 2000)) < 0.02).astype(float)
+    dense[:, :20] = rng.random((300, 20)) < 0.3                 # 20 informative words, frequent
+    X = sp.csr_matrix(dense)
+    w = np.zeros(2000)
+    w[:20] = rng.choice([-1.0, 1.0], 20)
+    y = np.sign(X @ w + 0.1 * rng.normal(size=300))
+    y[y == 0] = 1.0
+    with pytest.warns(SelectionWarning):
+        paper = cls(budget=10, loss="squared_hinge", budget_rule="at_most").fit(X, y)
+    assert paper.support_.size == 0
+    counts = {c for _, c in paper.lam_path_ if c is not None}
+    assert 10 not in counts and max(counts) > 10
+    model = cls(budget=10, loss="squared_hinge").fit(X, y)
+    assert model.support_.size == 10 and np.count_nonzero(model.raw_coef_) == 10
+    assert model.score(X, y) >= paper.score(X, y) == max(np.mean(y == 1), np.mean(y == -1))
+
+
+@pytest.mark.parametrize("cls", [L1ARDA, AdaFOBOS, OPG, RDA], ids=lambda c: c.algorithm_name)
 def test_l1_partial_fit_searches_lam_on_the_first_batch_then_keeps_it(cls, data):
     X, y, _ = data
-    first = cls(budget=6, loss="squared_hinge").partial_fit(X[:35], y[:35])
+    first = cls(budget=6, loss="squared_hinge", budget_rule="at_most").partial_fit(X[:35], y[:35])
     lam, path = first.lam_, list(first.lam_path_)
     counts = [c for _, c in path if c is not None]
     assert np.count_nonzero(first.coef_) == max(c for c in counts if c <= 6)
@@ -445,7 +486,7 @@ def test_l1_partial_fit_searches_lam_on_the_first_batch_then_keeps_it(cls, data)
     assert first.lam_ == lam and first.lam_path_ == path
     np.testing.assert_array_equal(first.coef_, fixed.coef_)
     # a partial_fit after a searched fit continues with the fit's lam_
-    fitted = cls(budget=6, loss="squared_hinge", passes=2).fit(X, y)
+    fitted = cls(budget=6, loss="squared_hinge", passes=2, budget_rule="at_most").fit(X, y)
     again = cls(budget=6, lam=fitted.lam_, loss="squared_hinge", passes=2).fit(X, y)
     fitted.partial_fit(X[:20], y[:20])
     again.partial_fit(X[:20], y[:20])

@@ -12,8 +12,14 @@ A row touches only its non-zeros: the shrinkage of the other coordinates is appl
 form, the next time they are read (``_stream_kernels.prox_rows``).
 
 **Meeting a budget.** With ``lam="auto"`` (the default) ``fit`` searches ``lam`` for the model with
-the most non-zeros not above ``budget``, as the ECML'18 protocol and the thesis do (the thesis'
-"largest number of non-zeros smaller than or equal to k"), with ``budget_search.search_l1_weight``:
+exactly ``budget`` non-zeros; when no ``lam`` gives exactly that many (the count of an online l1 model
+jumps: on dexter (maxabs-scaled, squared hinge) from 0 at ``lam = 1`` to 45 just below it, so
+Ada-FOBOS and OPG kept no feature at budget 10 on arcene, dexter, basehock, pcmac and farm_ads),
+the model with the fewest above it, whose ``budget`` largest weights are reported
+(``budget_rule="at_least"``, the default; ``raw_coef_`` is that cut online model, ``coef_`` its refit).
+``budget_rule="at_most"`` keeps the model with the most non-zeros not above ``budget``, as the ECML'18
+protocol and the thesis do (the thesis' "largest number of non-zeros smaller than or equal to k").
+Either way the search is ``budget_search.search_l1_weight``:
 from ``lam = 1`` by decades (at most 12 each way) to a bracket, then bisection on ``log lam`` down
 to a relative precision of 1e-4 (the count of non-zeros can jump there) in at most 30 steps, stopping
 at the first fit with exactly ``budget``; a diverged fit counts as too many features. ``lam_`` is the
@@ -61,7 +67,8 @@ class L1Learner(AutoStep, SampleStreamLearner):
     _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "budget": [count(1), None],
                               "lam": [non_negative(), StrOptions({"auto"})], "eta": [positive(), StrOptions({"auto"})],
                               "delta": [positive()], "lam2": [non_negative()],
-                              "gamma": [positive(), StrOptions({"auto"})], "refit": BOOLEAN}
+                              "gamma": [positive(), StrOptions({"auto"})], "refit": BOOLEAN,
+                              "budget_rule": [StrOptions({"at_least", "at_most"})]}
 
     def _check_params(self, n_features):
         if self.lam == "auto" and self.budget is None:
@@ -93,6 +100,29 @@ class L1Learner(AutoStep, SampleStreamLearner):
                 raise
         return super().partial_fit(X, y, classes=classes)
 
+    def _fitted_coef(self):
+        """The online model, with ``lam="auto"`` and ``budget_rule="at_least"`` cut to its ``budget`` largest
+        weights (in the scaled space the learner works in; ties to the lower index)."""
+        cache = getattr(self, "_cache", None)
+        w, support = super()._fitted_coef()
+        if cache is not None or self.lam != "auto" or getattr(self, "budget_rule", "at_least") != "at_least" \
+                or self.budget is None or support.size <= self.budget:
+            return w, support
+        strength = np.abs(w[support] * self.scale_[support])
+        keep = np.sort(support[np.lexsort((support, -strength))[:self.budget]])
+        cut = np.zeros_like(w)
+        cut[keep] = w[keep]
+        self._cache = (cut, keep)
+        return self._cache
+
+    def _online_nnz(self) -> int:
+        """The online model's number of non-zeros, before any cut (a fit replayed from a checkpoint has no
+        state, only its count: ``resumable.search_lam``)."""
+        state = self.__dict__.get("_state")
+        if state is None:
+            return int(np.count_nonzero(self._cache[0]))
+        return int(np.count_nonzero(self._weights(state)))
+
     def _search_lam(self, run, strict=False):
         """``search_l1_weight`` over ``run()`` (a fit at ``self.lam_``); keeps the model it chose.
         ``strict``: a model with fewer than ``budget`` features where divergence may have cost the
@@ -107,11 +137,12 @@ class L1Learner(AutoStep, SampleStreamLearner):
             except DivergenceError as exc:
                 diverged.append(str(exc))
                 return None, None
-            return (self._state, self._cache), int(np.count_nonzero(self.coef_))
+            self._fitted_coef()                   # a diverged fit raises DivergenceError here
+            return (self._state, self._cache), self._online_nnz()
 
         found = search_l1_weight(attempt, self.budget, warm=False, **SEARCH)
         self.lam_path_ = found.path
-        best = found.at_most()
+        best = found.at_most() if getattr(self, "budget_rule", "at_least") == "at_most" else found.at_least()
         if diverged and (best is None or best.nnz == 0 or (strict and best.nnz < self.budget
                                                            and _diverged_near(found.path, self.budget))):
             which = "every fit that kept a feature" if best is None or best.nnz == 0 else \
@@ -166,12 +197,12 @@ class L1ARDA(L1Learner):
     Parameters
     ----------
     budget : int or None, default=10
-        The most non-zeros the ``lam="auto"`` search may leave. With a numeric ``lam`` the l1 weight
+        The non-zeros the ``lam="auto"`` search aims at (``budget_rule``). With a numeric ``lam`` the l1 weight
         alone decides how many features survive (``fit`` warns when fewer than ``budget`` do);
         ``None`` needs a numeric ``lam``.
     lam : float or "auto", default="auto"
-        The l1 weight (>= 0). ``"auto"``: ``fit`` (and the first ``partial_fit``) searches it for the
-        model with the most non-zeros not above ``budget`` (module docstring, "Meeting a budget").
+        The l1 weight (>= 0). ``"auto"``: ``fit`` (and the first ``partial_fit``) searches it for a model
+        with ``budget`` non-zeros (``budget_rule``; module docstring, "Meeting a budget").
     eta : float or "auto", default=0.3
         Step size (> 0). ``"auto"``: 0.3, reduced tenfold and the fit redone on divergence
         (``asyos.learners.stream.auto_step``).
@@ -194,6 +225,9 @@ class L1ARDA(L1Learner):
         ``fit`` ends by fitting the kept features again (at most ``budget``) with an intercept and the
         learner's loss (the hinge as squared hinge): ``coef_`` and ``intercept_`` are that model until
         the learner learns again, ``raw_coef_`` the online one. ``False``: the paper's online model.
+    budget_rule : {"at_least", "at_most"}, default="at_least"
+        The model the ``lam="auto"`` search keeps: ``budget`` features (``"at_least"``) or the most not above
+        ``budget``, as ECML'18 and the thesis (module docstring, "Meeting a budget").
 
     Attributes
     ----------
@@ -246,7 +280,7 @@ class L1ARDA(L1Learner):
     auto_start = 0.3
 
     def __init__(self, budget=10, lam="auto", eta=0.3, delta=1e-2, loss="squared_hinge", passes="auto",
-                 scale="maxabs", random_state=0, n_features=None, refit=True):
+                 scale="maxabs", random_state=0, n_features=None, refit=True, budget_rule="at_least"):
         self.budget = budget
         self.lam = lam
         self.eta = eta
@@ -257,6 +291,7 @@ class L1ARDA(L1Learner):
         self.random_state = random_state
         self.n_features = n_features
         self.refit = refit
+        self.budget_rule = budget_rule
 
     def _new_state(self, p, code):
         return StreamState(sg=np.zeros(p), sq=np.zeros(p), counts=K.l1_counts(),
@@ -299,12 +334,12 @@ class AdaFOBOS(_Proximal):
     Parameters
     ----------
     budget : int or None, default=10
-        The most non-zeros the ``lam="auto"`` search may leave. With a numeric ``lam`` the l1 weight
+        The non-zeros the ``lam="auto"`` search aims at (``budget_rule``). With a numeric ``lam`` the l1 weight
         alone decides how many features survive (``fit`` warns when fewer than ``budget`` do);
         ``None`` needs a numeric ``lam``.
     lam : float or "auto", default="auto"
-        The l1 weight (>= 0). ``"auto"``: ``fit`` (and the first ``partial_fit``) searches it for the
-        model with the most non-zeros not above ``budget`` (module docstring, "Meeting a budget").
+        The l1 weight (>= 0). ``"auto"``: ``fit`` (and the first ``partial_fit``) searches it for a model
+        with ``budget`` non-zeros (``budget_rule``; module docstring, "Meeting a budget").
     eta : float or "auto", default=0.1
         Step size (> 0). ``"auto"``: 0.1, reduced tenfold and the fit redone on divergence
         (``asyos.learners.stream.auto_step``).
@@ -329,6 +364,9 @@ class AdaFOBOS(_Proximal):
         ``fit`` ends by fitting the kept features again (at most ``budget``) with an intercept and the
         learner's loss (the hinge as squared hinge): ``coef_`` and ``intercept_`` are that model until
         the learner learns again, ``raw_coef_`` the online one. ``False``: the paper's online model.
+    budget_rule : {"at_least", "at_most"}, default="at_least"
+        The model the ``lam="auto"`` search keeps: ``budget`` features (``"at_least"``) or the most not above
+        ``budget``, as ECML'18 and the thesis (module docstring, "Meeting a budget").
 
     Attributes
     ----------
@@ -388,7 +426,8 @@ class AdaFOBOS(_Proximal):
     auto_start = 0.1
 
     def __init__(self, budget=10, lam="auto", eta=0.1, delta=1e-2, lam2=0.0, loss="squared_hinge",
-                 passes="auto", scale="maxabs", random_state=0, n_features=None, refit=True):
+                 passes="auto", scale="maxabs", random_state=0, n_features=None, refit=True,
+                 budget_rule="at_least"):
         self.budget = budget
         self.lam = lam
         self.eta = eta
@@ -400,6 +439,7 @@ class AdaFOBOS(_Proximal):
         self.random_state = random_state
         self.n_features = n_features
         self.refit = refit
+        self.budget_rule = budget_rule
 
 
 class OPG(_Proximal):
@@ -409,12 +449,12 @@ class OPG(_Proximal):
     Parameters
     ----------
     budget : int or None, default=10
-        The most non-zeros the ``lam="auto"`` search may leave. With a numeric ``lam`` the l1 weight
+        The non-zeros the ``lam="auto"`` search aims at (``budget_rule``). With a numeric ``lam`` the l1 weight
         alone decides how many features survive (``fit`` warns when fewer than ``budget`` do);
         ``None`` needs a numeric ``lam``.
     lam : float or "auto", default="auto"
-        The l1 weight (>= 0). ``"auto"``: ``fit`` (and the first ``partial_fit``) searches it for the
-        model with the most non-zeros not above ``budget`` (module docstring, "Meeting a budget").
+        The l1 weight (>= 0). ``"auto"``: ``fit`` (and the first ``partial_fit``) searches it for a model
+        with ``budget`` non-zeros (``budget_rule``; module docstring, "Meeting a budget").
     lam2 : float, default=0.0
         The l2 weight (>= 0).
     eta : float or "auto", default="auto"
@@ -437,6 +477,9 @@ class OPG(_Proximal):
         ``fit`` ends by fitting the kept features again (at most ``budget``) with an intercept and the
         learner's loss (the hinge as squared hinge): ``coef_`` and ``intercept_`` are that model until
         the learner learns again, ``raw_coef_`` the online one. ``False``: the paper's online model.
+    budget_rule : {"at_least", "at_most"}, default="at_least"
+        The model the ``lam="auto"`` search keeps: ``budget`` features (``"at_least"``) or the most not above
+        ``budget``, as ECML'18 and the thesis (module docstring, "Meeting a budget").
 
     Attributes
     ----------
@@ -497,7 +540,7 @@ class OPG(_Proximal):
     auto_start = 0.01
 
     def __init__(self, budget=10, lam="auto", lam2=0.0, eta="auto", loss="squared", passes="auto",
-                 scale="maxabs", random_state=0, n_features=None, refit=True):
+                 scale="maxabs", random_state=0, n_features=None, refit=True, budget_rule="at_least"):
         self.budget = budget
         self.lam = lam
         self.lam2 = lam2
@@ -508,6 +551,7 @@ class OPG(_Proximal):
         self.random_state = random_state
         self.n_features = n_features
         self.refit = refit
+        self.budget_rule = budget_rule
 
 
 class RDA(L1Learner):
@@ -517,12 +561,12 @@ class RDA(L1Learner):
     Parameters
     ----------
     budget : int or None, default=10
-        The most non-zeros the ``lam="auto"`` search may leave. With a numeric ``lam`` the l1 weight
+        The non-zeros the ``lam="auto"`` search aims at (``budget_rule``). With a numeric ``lam`` the l1 weight
         alone decides how many features survive (``fit`` warns when fewer than ``budget`` do);
         ``None`` needs a numeric ``lam``.
     lam : float or "auto", default="auto"
-        The l1 weight (>= 0). ``"auto"``: ``fit`` (and the first ``partial_fit``) searches it for the
-        model with the most non-zeros not above ``budget`` (module docstring, "Meeting a budget").
+        The l1 weight (>= 0). ``"auto"``: ``fit`` (and the first ``partial_fit``) searches it for a model
+        with ``budget`` non-zeros (``budget_rule``; module docstring, "Meeting a budget").
     lam2 : float, default=0.0
         The l2 weight (>= 0).
     gamma : float or "auto", default="auto"
@@ -545,6 +589,9 @@ class RDA(L1Learner):
         ``fit`` ends by fitting the kept features again (at most ``budget``) with an intercept and the
         learner's loss (the hinge as squared hinge): ``coef_`` and ``intercept_`` are that model until
         the learner learns again, ``raw_coef_`` the online one. ``False``: the paper's online model.
+    budget_rule : {"at_least", "at_most"}, default="at_least"
+        The model the ``lam="auto"`` search keeps: ``budget`` features (``"at_least"``) or the most not above
+        ``budget``, as ECML'18 and the thesis (module docstring, "Meeting a budget").
 
     Attributes
     ----------
@@ -600,7 +647,7 @@ class RDA(L1Learner):
     auto_start = 10.0
 
     def __init__(self, budget=10, lam="auto", lam2=0.0, gamma="auto", loss="squared", passes="auto",
-                 scale="maxabs", random_state=0, n_features=None, refit=True):
+                 scale="maxabs", random_state=0, n_features=None, refit=True, budget_rule="at_least"):
         self.budget = budget
         self.lam = lam
         self.lam2 = lam2
@@ -611,6 +658,7 @@ class RDA(L1Learner):
         self.random_state = random_state
         self.n_features = n_features
         self.refit = refit
+        self.budget_rule = budget_rule
 
     def _new_state(self, p, code):
         return StreamState(sg=np.zeros(p), counts=K.l1_counts(),

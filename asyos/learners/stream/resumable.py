@@ -152,7 +152,8 @@ def search_lam(learner, X, y, checkpoint, fit_once, strict=False):
         except DivergenceError as exc:
             record["done"].append((lam, None, str(exc)))
             raise
-        nnz = int(np.count_nonzero(learner.coef_))
+        learner._fitted_coef()                       # a diverged fit raises DivergenceError here
+        nnz = learner._online_nnz()
         record["done"].append((lam, nnz, None))
         _consider(record["candidates"], lam, nnz, (learner._state, learner._cache))
 
