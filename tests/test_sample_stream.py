@@ -617,3 +617,17 @@ def test_sofs_gamma_is_checked_before_the_fit():
     for gamma in (0, -1.0, "x"):
         with pytest.raises(InputError, match="'gamma' parameter of SOFS"):
             SOFS(budget=2, gamma=gamma).fit(X, np.sign(X[:, 0]))
+
+
+def test_sfsa_default_step_backs_off_where_the_former_default_blows_up():
+    """500 dense [0, 1) columns (``||x||^2`` ~ 170 after maxabs): SFSA's former default ``eta = 0.1`` ends
+    with an online model far worse than predicting the mean; the default ``"auto"`` sees the blow-up,
+    settles on a smaller step and its online model is no worse than the mean."""
+    rng = np.random.default_rng(0)
+    X = rng.random((600, 500))
+    y = np.where(X[:, :5].sum(1) > 2.5, 1.0, -1.0)
+    fixed = SFSA(budget=10, eta=0.1, refit=False).fit(X, y)
+    assert fixed.score(X, y) < -10
+    model = SFSA(budget=10, refit=False).fit(X, y)
+    assert model.eta == "auto" and model.eta_ < 0.1
+    assert model.score(X, y) > -0.01

@@ -15,8 +15,8 @@ The model a user sees (``coef_``, ``predict``) always has at most ``k`` features
 mini-batch is ``O(nnz + p)`` (numpy; the ``p`` is the thresholding), i.e. ``O(p / batch_size)``
 per sample on top of the non-zeros.
 
-``eta="auto"`` (TSGD's default; SFSA takes it too) starts from the former default and is reduced
-tenfold, the fit redone, when the fit diverges (``auto_step``); ``eta_`` is the value used.
+``eta="auto"`` (the default of both) starts from the former default and is reduced tenfold, the fit
+redone, when the fit diverges (``auto_step``); ``eta_`` is the value used.
 """
 from __future__ import annotations
 
@@ -142,9 +142,11 @@ class SFSA(_MiniBatchThresholding):
     budget : int, default=10
         ``k``: the features left once the schedule reaches it; the model shown (``coef_``) never has
         more.
-    eta : float or "auto", default=0.1
+    eta : float or "auto", default="auto"
         Step size (> 0). ``"auto"``: 0.1, reduced tenfold and the fit redone on divergence
-        (``asyos.learners.stream.auto_step``).
+        (``asyos.learners.stream.auto_step``). With 0.1 fixed, madelon's (squared loss) weights grew to
+        6e35 in one fit and the online model's training R^2 was -1e76; ``"auto"`` sees the blow-up and
+        settles on 0.01 there, and keeps 0.1 on cpu_act and diabetes.
     lam : float, default=1e-4
         The l2 weight (>= 0) of ``f``.
     mu : float, default=10.0
@@ -223,7 +225,7 @@ class SFSA(_MiniBatchThresholding):
     algorithm_name = "sfsa"
     auto_start = 0.1
 
-    def __init__(self, budget=10, eta=0.1, lam=1e-4, mu=10.0, horizon="auto", batch_size=25, method="sgd",
+    def __init__(self, budget=10, eta="auto", lam=1e-4, mu=10.0, horizon="auto", batch_size=25, method="sgd",
                  loss="squared", passes="auto", scale="maxabs", random_state=0, n_features=None, refit=True):
         self.budget = budget
         self.eta = eta
