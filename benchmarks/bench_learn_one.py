@@ -9,7 +9,9 @@ them flipped. Every learner reads the rows in the same order, once, from a fresh
   1-D float64 rows and on dict rows ``{"f<j>": value}`` (``learn_one``); also with ``scale=None`` on
   arrays, to show what the running max-abs scale costs;
 * Vowpal Wabbit (``vowpalwabbit.Workspace("--quiet --loss_function logistic -b 18")``), ``learn`` of the
-  row's text line ``"<y> | j:v ..."``, its native input;
+  row's text line ``"<y> | j:v ..."``, its native input (the parse included); and, in a workspace of its
+  own, ``learn`` of an example it has already parsed (``parse`` before and ``finish_example`` after the
+  timed call, both untimed): its learning step alone;
 * River ``linear_model.LogisticRegression(l1=1e-4)`` (its defaults otherwise: SGD with step 0.01) on the
   same dict rows.
 
@@ -18,7 +20,8 @@ the cache as a row just built would be; only the learners' calls are timed. Rate
 ``learn_one`` (``learn`` for VW). The accuracy is the progressive (online) accuracy, each row predicted
 before it is learned: asyos counts it inside its step (``online_accuracy_``); River's ``predict_one`` is
 called before each timed ``learn_one``, untimed; VW's comes from a second workspace fed the same rows with
-``predict`` then ``learn``, untimed. Goals: asyos on arrays >= 1x VW's rate, on dicts >= 3x River's.
+``predict`` then ``learn``, untimed. Goals: asyos on arrays >= 1x VW's rate, text and parsed, on dicts
+>= 3x River's.
 A peer that is not installed is named in one line and left out.
 
     python benchmarks/bench_learn_one.py [--quick] [--output DIR]
@@ -44,6 +47,7 @@ PROFILES = {
               "n_informative": 50, "flip": 0.05, "budget": 20, "river_l1": 1e-4, "chunk": 16, "seed": 0},
 }
 GOALS = {"asyos arrays": ("vw", 1.0), "asyos dicts": ("river", 3.0)}
+PARSED_GOAL = ("asyos arrays", 1.0)       # asyos on arrays against VW's learning step on parsed examples
 
 
 def make_stream(p):
@@ -112,6 +116,8 @@ def main():
     if "vw" in found:
         vw, vw_eval = (found["vw"].Workspace("--quiet --loss_function logistic -b 18") for _ in range(2))
         learners.append(Timed("vowpal wabbit", "text", vw.learn))
+        vw_parsed = found["vw"].Workspace("--quiet --loss_function logistic -b 18")
+        learners.append(Timed("vowpal wabbit, parsed", "text", vw_parsed.learn))
     if "river" in found:
         river_model = found["river"].linear_model.LogisticRegression(l1=profile["river_l1"])
         learners.append(Timed("river", "dicts", river_model.learn_one))
@@ -138,6 +144,15 @@ def main():
                     t = clock()
                     learn(x, label > 0)
                     timed.seconds += clock() - t
+            elif timed.name == "vowpal wabbit, parsed":      # parse and finish untimed: the step alone
+                examples = [vw_parsed.parse(line) for line in given]
+                t = clock()
+                for example in examples:
+                    learn(example)
+                timed.seconds += clock() - t
+                for example in examples:
+                    vw_parsed.finish_example(example)
+                timed.right = None
             elif timed.name == "vowpal wabbit":
                 t = clock()
                 for line in given:
@@ -164,14 +179,22 @@ def main():
             ratio = rates[timed.name] / rates[peer] if peer in rates else None
         run.unit({"learner": timed.name, "rows": timed.rows_kind, "n_samples": timed.rows, "seconds": timed.seconds,
                   "rows_per_s": rates[timed.name], "us_per_row": 1e6 / rates[timed.name],
-                  "online_accuracy": timed.right / timed.rows,
+                  "online_accuracy": None if timed.right is None else timed.right / timed.rows,
                   "goal": None if goal is None else f">= {goal[1]:g}x {goal[0]}", "ratio_to_goal_peer": ratio,
                   "goal_met": None if ratio is None else bool(ratio >= goal[1])})
-    table = [[u["learner"], u["rows"], f"{u['rows_per_s']:.0f}", f"{u['us_per_row']:.2f}",
-              f"{u['online_accuracy']:.4f}",
+    if "vowpal wabbit, parsed" in rates:
+        mine = next(u for u in run.units if u["learner"] == PARSED_GOAL[0])
+        mine["ratio_to_vw_parsed"] = rates[PARSED_GOAL[0]] / rates["vowpal wabbit, parsed"]
+        mine["goal_vw_parsed_met"] = bool(mine["ratio_to_vw_parsed"] >= PARSED_GOAL[1])
+    table = [[u["learner"], u["rows"] if u["learner"] != "vowpal wabbit, parsed" else "parsed",
+              f"{u['rows_per_s']:.0f}", f"{u['us_per_row']:.2f}",
+              "-" if u["online_accuracy"] is None else f"{u['online_accuracy']:.4f}",
               "" if u["goal"] is None else (f"{u['ratio_to_goal_peer']:.2f}x ({u['goal']}: "
                                             f"{'met' if u['goal_met'] else 'MISSED'})"
-                                            if u["ratio_to_goal_peer"] is not None else f"{u['goal']}: no peer")]
+                                            if u["ratio_to_goal_peer"] is not None else f"{u['goal']}: no peer")
+              + ("" if "ratio_to_vw_parsed" not in u else
+                 f"; {u['ratio_to_vw_parsed']:.2f}x (>= {PARSED_GOAL[1]:g}x vw parsed: "
+                 f"{'met' if u['goal_vw_parsed_met'] else 'MISSED'})")]
              for u in run.units]
     print_table(f"learn_one over {n} rows x {d} features ({X.nnz // n} non-zeros per row), one pass, same rows "
                 f"for all: rows/s of the learning calls, progressive accuracy", ["learner", "rows", "rows/s",
@@ -183,7 +206,9 @@ def main():
                        "maxabs_time_ratio": maxabs_cost, "peers_missing": [p for p in ("vw", "river")
                                                                              if p not in found],
                        "goals": {u["learner"]: {"goal": u["goal"], "ratio": u["ratio_to_goal_peer"],
-                                                "met": u["goal_met"]} for u in run.units if u["goal"]}})
+                                                "met": u["goal_met"], "ratio_vw_parsed": u.get("ratio_to_vw_parsed"),
+                                                "met_vw_parsed": u.get("goal_vw_parsed_met")}
+                                 for u in run.units if u["goal"]}})
     print(f"results: {path}")
 
 
