@@ -173,6 +173,25 @@ def test_maxabs_scaling_is_the_diagonal_product_bit_for_bit():
                                                          abs(X).max(axis=0).toarray().ravel(), 1.0))
 
 
+def test_a_barda_state_saved_before_the_kept_heap_goes_on_exactly():
+    """A state whose ``bound`` has the four slots of before (members in their slots' order, ``hkey``
+    holding stale values for them) is made a heap when it next learns, and goes on as one never saved."""
+    X, y = wide_problem(n=300, d=400, density=0.05, seed=3)
+    for B in (1, 7, 40):
+        whole = BudgetedARDA(budget=B, eta=0.5, lam=0.2, passes=1, scale=None).partial_fit(X, y, classes=[-1, 1])
+        old = BudgetedARDA(budget=B, eta=0.5, lam=0.2, passes=1, scale=None).partial_fit(X[:150], y[:150],
+                                                                                          classes=[-1, 1])
+        state = old._state
+        state.bound = state.bound[:_stream_kernels.BB_HEAP].copy()
+        members = state.members[:state.counts[_stream_kernels.BA_MEMBERS]]
+        np.random.default_rng(B).shuffle(members)          # any order (a view: the state's own), as a saved
+        state.rec[members, 4] = np.arange(members.size)    # state had, and each member's slot
+        state.rec[members, 3] = 123.0                      # what a saved member's key held: anything
+        old.partial_fit(X[150:], y[150:])
+        assert state.bound.size == _stream_kernels.BB_HEAP + 1
+        np.testing.assert_array_equal(old.coef_, whole.coef_)
+
+
 def test_the_named_slots_keep_the_layout_of_the_saved_states():
     """The packing helpers put every named value in the slot it has always had (pickles and checkpoints
     hold these arrays as they are), and every ``counts`` starts with the samples seen and ends with the
@@ -185,7 +204,7 @@ def test_the_named_slots_keep_the_layout_of_the_saved_states():
         "l1arda_params": (K.l1arda_params(eta=1, lam=2, delta=3, loss=4), [1, 2, 3, 4]),
         "prox_params": (K.prox_params(eta=1, lam1=2, lam2=3, delta=4, adaptive=5, loss=6), [1, 2, 3, 4, 5, 6]),
         "rda_params": (K.rda_params(lam1=1, lam2=2, gamma=3, loss=4), [1, 2, 3, 4]),
-        "barda_bound": (K.barda_bound(), [0.0, 0.0, -1.0, 0.0]),
+        "barda_bound": (K.barda_bound(), [0.0, 0.0, -1.0, 0.0, 1.0]),     # the 5th appended (the kept heap)
         "ofs_scale": (K.ofs_scale(), [1.0, 0.0]),
         "barda_counts": (K.barda_counts(seen=1, members=2, buffer=3, active=4, floor=5, updates=6, mistakes=7),
                          [1, 2, 3, 4, 5, 6, 7]),

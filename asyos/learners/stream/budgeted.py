@@ -120,6 +120,10 @@ class AdaptiveTruncation(SampleStreamLearner):
 
     def _kernel(self, s):
         if self.step == "dual-averaging":
+            if s.bound.size <= K.BB_HEAP:            # saved before the kept set was a heap: make it one
+                K.barda_member_heap(s.rec, s.members, int(s.counts[K.BA_MEMBERS]), s.params,
+                                    int(s.counts[K.BA_SEEN]))
+                s.bound = np.append(s.bound, 1.0)
             return K.barda_rows, (s.rec, s.members, s.heap, s.cand, s.bound, s.counts, s.params)
         return K.bamd_rows, (s.rec, s.members, s.kept, s.cand, s.scores, s.ranks, s.counts, s.params,
                              getattr(self, "outside", "accumulate") == "accumulate")
