@@ -26,9 +26,22 @@ def pytest_configure(config):
     # once per test run: not in pytest-xdist's workers, nor in a pytest started by a test (the 3 ranks of
     # tests/launch/test_mpi_suite.py each compiled them again, 3-4 s of CPU apiece)
     if not hasattr(config, "workerinput") and not os.environ.get(WARMED):
+        own_temporary_directory(config)
         compile_bytecode()
         compile_kernels()
         os.environ[WARMED] = "1"
+
+
+def own_temporary_directory(config):
+    """Every process of the run (the workers, the MPI jobs and CLI runs the tests start) takes its temporary
+    files in one directory of the run's, removed at its end: the runs that fail on purpose without
+    ``--output`` write their rank's traceback to the temporary directory, as a user's run would, and left
+    ~120 files in /tmp per run of the suite."""
+    import tempfile
+    path = tempfile.mkdtemp(prefix="asyos-tests-")
+    os.environ["TMPDIR"] = path
+    tempfile.tempdir = None                     # gettempdir() reads TMPDIR again
+    config.add_cleanup(lambda: shutil.rmtree(path, ignore_errors=True))
 
 
 def compile_bytecode():
