@@ -253,8 +253,8 @@ def test_a_lost_launcher_ends_the_job_within_seconds_and_leaves_a_note(tmp_path,
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode != 0 and took < 60, (proc.returncode, took, err)   # a hang guard; how soon (0.3-0.5 s
-    # on a quiet machine) is measured outside the suite
+    assert proc.returncode != 0, (proc.returncode, took, err)   # communicate's timeout is the hang guard; how
+    # soon (0.3-0.5 s on a quiet machine) is measured outside the suite
     notes = [p.read_text() for p in out.glob("asyos-rank2-traceback-*.txt")]
     assert len(notes) == 1 and "rank 2" in notes[0] and "lost its launcher" in notes[0], notes
     time.sleep(0.5)

@@ -650,13 +650,13 @@ def _record_piece(walker, lam_from, lam_to, columns, a, b, start=None):
     theta_from = 0.0 if not np.isfinite(lam_from) else 1.0 / lam_from
     w_from = _w_of(_spread(columns, a + lam_from * b if np.isfinite(lam_from) else a, size), moving, lam_from) \
         if start is None else start
-    w_to = _w_of(_spread(columns, a + lam_to * b, size), moving, lam_to)
     if not moving[columns].any():
         walker.path.segments.append(PathSegment(theta_from, 1.0 / lam_to, columns.copy(), "constant", w_from,
                                                 w_from.copy()))
-    else:
-        walker.path.segments.append(PathSegment(theta_from, 1.0 / lam_to, columns.copy(), "affine", w_from, w_to,
-                                                solution=(a.copy(), b.copy()), moving_columns=moving[columns].copy()))
+        return
+    w_to = _w_of(_spread(columns, a + lam_to * b, size), moving, lam_to)
+    walker.path.segments.append(PathSegment(theta_from, 1.0 / lam_to, columns.copy(), "affine", w_from, w_to,
+                                            solution=(a.copy(), b.copy()), moving_columns=moving[columns].copy()))
 
 
 def _lp_walk(walker: _Follower, w, direction):

@@ -653,7 +653,6 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, accumulate
                 i = indices[k]
                 if mpos[i] < 0.0 and w[i] != 0.0 and gl * data[k] != 0.0:     # the newcomers counted
                     _bamd_enter(rec, members, kept, nmem, i)
-                    ks[nmem] = _amd_score(kw[nmem], kh[nmem], power)
                     nmem += 1
             continue
         weakest = -1                                 # the weakest member's slot
@@ -682,7 +681,7 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, accumulate
         if n == 0:
             continue
         if n <= MERGE:
-            nmem = _bamd_merge(rec, members, kept, cand, n, score, ranks, nmem, budget, power, accumulate)
+            nmem = _bamd_merge(rec, members, kept, cand, n, score, ranks, nmem, budget, accumulate)
             continue
         for m in range(nmem):                        # a quickselect over the members and the survivors
             i = members[m]
@@ -697,7 +696,6 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, accumulate
                 w[cand[m]] = 0.0
         for m in range(budget):
             _bamd_enter(rec, members, kept, m, cand[m])
-            ks[m] = score[cand[m]]
         nmem = budget
     counts[KS_SEEN], counts[KS_KEPT], counts[KS_UPDATES], counts[KS_MISTAKES] = t, nmem, nupd, miss
 
@@ -749,12 +747,13 @@ def _bamd_compact(rec, members, kept, nmem):
 
 
 @jit
-def _bamd_merge(rec, members, kept, cand, n, score, ranks, nmem, budget, power, accumulate):
+def _bamd_merge(rec, members, kept, cand, n, score, ranks, nmem, budget, accumulate):
     """The ``B`` strongest of the members and the ``n`` candidates ``cand[:n]`` (``score``) become the kept
     set, the members that stay keeping their slots: the candidates sorted strongest first fill the free
     slots, then replace the weakest members (found in one pass, ``_weakest_slots``) while they beat
     them. ``O(B log n + n^2)`` where the quickselect over every member and candidate wrote every
-    member's record back and in again. Returns the number of members."""
+    member's record back and in again. Returns the number of members. The members' scores (``kept[3]``)
+    are read only for the slots that were members before; the next row's shrinking pass scores them all."""
     ks = kept[3]
     for a in range(1, n):                            # candidates, strongest first (insertion sort: n is small)
         x = cand[a]
@@ -773,7 +772,6 @@ def _bamd_merge(rec, members, kept, cand, n, score, ranks, nmem, budget, power, 
     while q < free:                                  # free slots
         i = cand[q]
         _bamd_enter(rec, members, kept, nmem, i)
-        ks[nmem] = score[i]
         nmem += 1
         q += 1
     t = 0
@@ -784,7 +782,6 @@ def _bamd_merge(rec, members, kept, cand, n, score, ranks, nmem, budget, power, 
             break
         _bamd_leave(rec, members, kept, m, accumulate)
         _bamd_enter(rec, members, kept, m, i)
-        ks[m] = score[i]
         q += 1
         t += 1
     if not accumulate:
