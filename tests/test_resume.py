@@ -326,6 +326,37 @@ def test_a_signal_caught_inside_a_callback_from_c_is_raised_once_back_in_python(
         StopSignals.uninstall()
 
 
+def test_a_copy_of_the_signal_while_the_deferral_starts_its_timer_raises_nothing_there(monkeypatch):
+    """Under ``mpiexec`` a rank may get the same stop twice (the launcher's and its supervisor's copy). When the
+    copy arrives while the deferral starts its timer thread, it must not raise inside ``Thread.start`` (the half
+    started thread printed "Exception ignored in thread started by ... KeyError"): the deferred delivery still
+    raises, once, back in Python."""
+    import threading
+    from asyos.records.checkpoint import StopSignals
+    namespace = {}
+    exec(compile("import sys\ndef callback(handle):\n    handle(sys._getframe())\n",
+                 os.path.join(os.sep, "site-packages", "llvmlite", "binding", "executionengine.py"), "exec"),
+         namespace)
+    start = threading.Thread.start
+
+    def start_with_a_copy(thread):          # the copy arrives as the thread starts
+        StopSignals._handle(signal.SIGTERM, sys._getframe())
+        start(thread)
+    monkeypatch.setattr(threading.Thread, "start", start_with_a_copy)
+    StopSignals.install()
+    try:
+        namespace["callback"](lambda frame: StopSignals._handle(signal.SIGTERM, frame))   # nothing raised
+        monkeypatch.setattr(threading.Thread, "start", start)
+        assert StopSignals.requested == signal.SIGTERM and not StopSignals.raised
+        with pytest.raises(RunInterrupted, match="SIGTERM"):
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                time.sleep(0.005)
+        assert StopSignals.raised
+    finally:
+        StopSignals.uninstall()
+
+
 def test_a_stack_that_starts_in_an_import_is_a_callback_from_c():
     """An import that C code started has importlib's frame outermost, and importlib's own frames run
     callbacks from C (its module locks' weakref callbacks); what a handler raises there is printed by C and

@@ -139,12 +139,16 @@ class StopSignals:
         cls.raised = False
         cls.polling = 0
         cls._deferred = None
+        cls._arming = False
 
     _first_at = 0.0
     _deferred: Optional[int] = None
+    _arming = False
 
     @classmethod
     def _handle(cls, signum, frame):
+        if cls._arming:         # inside _defer's Thread.start: its delivery is on its way and will raise; one
+            return              # raised here would leave the timer thread half started ("KeyError" in _limbo)
         deferred, cls._deferred = cls._deferred == signum, None
         if cls._taken_up is not None and not deferred:
             cls._taken_up(signum)
@@ -171,7 +175,11 @@ class StopSignals:
         cls._deferred = signum
         timer = threading.Timer(DEFER_S, _thread.interrupt_main, args=(signum,))
         timer.daemon = True
-        timer.start()
+        cls._arming = True      # a copy of the signal arriving while the thread starts (from the supervisor,
+        try:                    # under mpiexec) once raised inside Thread.start: "Exception ignored in thread
+            timer.start()       # started by ... KeyError" besides the job's one line, in a clean clone's suite
+        finally:
+            cls._arming = False
 
 
 # Code that calls Python back from C and drops what it raises: numba's object cache, which llvmlite
