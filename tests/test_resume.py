@@ -304,23 +304,33 @@ def test_the_saved_settings_name_the_data_by_absolute_path(tmp_path, monkeypatch
     assert settings["data"] == str(tmp_path / "d.npz") and settings["resume"] and settings["quiet"]
 
 
+def llvmlite_callback():
+    """A function that calls its argument with its own frame, as if llvmlite called Python back from C."""
+    namespace = {}
+    exec(compile("import sys\ndef callback(handle):\n    handle(sys._getframe())\n",
+                 os.path.join(os.sep, "site-packages", "llvmlite", "binding", "executionengine.py"), "exec"),
+         namespace)
+    return namespace["callback"]
+
+
+def wait_for_the_deferred_stop(name):
+    """The deferred delivery raises ``RunInterrupted`` back in Python within 10 s (a hang guard)."""
+    with pytest.raises(RunInterrupted, match=name):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            time.sleep(0.005)
+
+
 def test_a_signal_caught_inside_a_callback_from_c_is_raised_once_back_in_python():
     """A stop signal whose handler runs inside a callback from C (numba's object cache, called by
     llvmlite through ctypes) would have its RunInterrupted printed and dropped there: it is
     delivered again a moment later, and raised in the code that propagates it."""
     from asyos.records.checkpoint import StopSignals
-    namespace = {}
-    exec(compile("import sys\ndef callback(handle):\n    handle(sys._getframe())\n",
-                 os.path.join(os.sep, "site-packages", "llvmlite", "binding", "executionengine.py"), "exec"),
-         namespace)
     StopSignals.install()
     try:
-        namespace["callback"](lambda frame: StopSignals._handle(signal.SIGINT, frame))     # no raise in there
+        llvmlite_callback()(lambda frame: StopSignals._handle(signal.SIGINT, frame))     # no raise in there
         assert StopSignals.requested == signal.SIGINT and not StopSignals.raised
-        with pytest.raises(RunInterrupted, match="SIGINT"):
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                time.sleep(0.005)
+        wait_for_the_deferred_stop("SIGINT")
         assert StopSignals.raised
     finally:
         StopSignals.uninstall()
@@ -333,10 +343,6 @@ def test_a_copy_of_the_signal_while_the_deferral_starts_its_timer_raises_nothing
     raises, once, back in Python."""
     import threading
     from asyos.records.checkpoint import StopSignals
-    namespace = {}
-    exec(compile("import sys\ndef callback(handle):\n    handle(sys._getframe())\n",
-                 os.path.join(os.sep, "site-packages", "llvmlite", "binding", "executionengine.py"), "exec"),
-         namespace)
     start = threading.Thread.start
 
     def start_with_a_copy(thread):          # the copy arrives as the thread starts
@@ -345,13 +351,10 @@ def test_a_copy_of_the_signal_while_the_deferral_starts_its_timer_raises_nothing
     monkeypatch.setattr(threading.Thread, "start", start_with_a_copy)
     StopSignals.install()
     try:
-        namespace["callback"](lambda frame: StopSignals._handle(signal.SIGTERM, frame))   # nothing raised
+        llvmlite_callback()(lambda frame: StopSignals._handle(signal.SIGTERM, frame))   # nothing raised
         monkeypatch.setattr(threading.Thread, "start", start)
         assert StopSignals.requested == signal.SIGTERM and not StopSignals.raised
-        with pytest.raises(RunInterrupted, match="SIGTERM"):
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                time.sleep(0.005)
+        wait_for_the_deferred_stop("SIGTERM")
         assert StopSignals.raised
     finally:
         StopSignals.uninstall()
