@@ -88,7 +88,8 @@ def _paper_l1(profile, seed):
 
 
 def _mb(profile):
-    return {"batch_size": profile["batch_size"]}
+    """SFSA's and TSGD's settings: the thesis' mini-batch, and no intercept (its data are centred)."""
+    return {"batch_size": profile["batch_size"], "fit_intercept": False}
 
 
 # name -> (profile, L, seed) -> learner; L = 1 + alpha^2 p

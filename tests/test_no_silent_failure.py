@@ -21,7 +21,7 @@ from asyos.learners.baselines.batch import ProjectedGradient
 from asyos.learners.stream import auto_step
 from asyos.learners.stream.budgeted import BudgetedARDA
 from asyos.learners.stream.l1 import OPG, RDA
-from asyos.learners.stream.sfsa import TSGD
+from asyos.learners.stream.sfsa import SFSA, TSGD
 from asyos.learners.substitution.online_substitution import OnlineSubstitution
 from asyos.registry import all_algorithms
 from tests.inprocess import run_asyos
@@ -158,10 +158,13 @@ def test_a_diverging_default_step_is_reduced_with_a_warning(cls, large_rows):
     # 5 passes, not "auto"'s 60 (each try is a pass over 100 x 3000 dense values: about two minutes per
     # learner as plain Python under ASYOS_KERNELS=numpy with 60). In 5 passes the former defaults blow up
     # by a wide margin: OPG's and RDA's weights overflow from the third pass on; TSGD's stay finite with a
-    # training R^2 of about -5e64, which the "auto" rule counts as diverged (BLOW_UP)
+    # training R^2 of about -5e64, which the "auto" rule counts as diverged (BLOW_UP). TSGD runs without
+    # its intercept (the thesis' model): centred by the running means, the step of 0.03 no longer diverges
+    # on these all-positive rows (the test after this one)
     X, y = large_rows
     name = cls.step_parameter
-    former = cls(budget=5, lam=1e-2, passes=5, refit=False, **{name: cls.auto_start})   # the former default
+    extra = {"fit_intercept": False} if cls is TSGD else {}
+    former = cls(budget=5, lam=1e-2, passes=5, refit=False, **extra, **{name: cls.auto_start})   # the former default
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SelectionWarning)
@@ -170,18 +173,35 @@ def test_a_diverging_default_step_is_reduced_with_a_warning(cls, large_rows):
         assert "diverged" in str(exc)
     else:
         assert cls is TSGD and former.score(X, y) < -1e20
-    model = cls(budget=5, lam=1e-2, passes=5)
+    model = cls(budget=5, lam=1e-2, passes=5, **extra)
     assert getattr(model, name) == "auto"
     with pytest.warns(StepSizeWarning, match=f"the default step {name}={cls.auto_start:g} diverged"):
         model.fit(X, y)
     used = getattr(model, name + "_")
     assert (used > cls.auto_start) if cls.step_grows else (used < cls.auto_start)
     assert np.all(np.isfinite(model.coef_))
-    again = cls(budget=5, lam=1e-2, passes=5, **{name: used})                 # the step it settled on
+    again = cls(budget=5, lam=1e-2, passes=5, **extra, **{name: used})        # the step it settled on
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SelectionWarning)
         again.fit(X, y)
     np.testing.assert_array_equal(again.coef_, model.coef_)                  # deterministic: the same model
+
+
+@pytest.mark.parametrize("cls", [SFSA, TSGD])
+def test_the_online_intercept_centres_a_squared_loss_fit(cls, large_rows):
+    # the intercept of the squared loss is mean(y) - mean(x) . w: the mean direction, the largest of these
+    # all-positive rows, leaves the step, which then converges at the former default where the
+    # uncentred model diverges (the test before this one); the online model predicts y's mean and more
+    X, y = large_rows
+    model = cls(budget=5, lam=1e-2, passes=5, refit=False, eta=cls.auto_start).fit(X, y)
+    # (the running means are of the rows as scaled when seen: the scales settle within the first pass)
+    assert abs(model.intercept_ - (y.mean() - X.mean(axis=0) @ model.coef_)) < 1e-2 * abs(y.mean())
+    assert model.score(X, y) > 0.0
+    plain = cls(budget=5, lam=1e-2, passes=5, refit=False, eta=cls.auto_start, fit_intercept=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SelectionWarning)
+        plain.fit(X, y)
+    assert not hasattr(plain, "intercept_")
 
 
 def test_the_search_of_the_l1_weight_adapts_the_step_too(large_rows):
@@ -199,7 +219,7 @@ def test_a_step_that_never_converges_raises_after_the_last_reduction(large_rows,
     X, y = large_rows
     monkeypatch.setattr(auto_step, "MAX_REDUCTIONS", 0)
     with pytest.raises(DivergenceError, match=r"eta='auto' diverged even at eta=0.03 \(0 reductions"):
-        TSGD(budget=5).fit(X, y)
+        TSGD(budget=5, fit_intercept=False).fit(X, y)        # (centred, the rows do not make it diverge)
 
 
 def test_a_default_step_that_converges_is_left_as_it_was():
@@ -263,7 +283,7 @@ def test_sparse_input_of_any_format_is_checked():
 
 def test_a_stream_keeps_its_step_and_names_it_when_it_diverges(large_rows):
     X, y = large_rows
-    model = TSGD(budget=5, lam=1e-2, passes=1)
+    model = TSGD(budget=5, lam=1e-2, passes=1, fit_intercept=False)      # (centred, the rows do not diverge)
     with pytest.raises(DivergenceError, match=r"eta=0\.03\b"):
         for _ in range(80):                                 # partial_fit cannot go back: no reduction
             model.partial_fit(X, y)

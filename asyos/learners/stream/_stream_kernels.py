@@ -1223,14 +1223,14 @@ def batch_moments(indptr, indices, data, rows, sum_x, sum_x2):
 
 
 @jit
-def batch_dloss(code, indptr, indices, data, y, rows, point, margins, given, out):
-    """``out[j] = l'(u_j)`` for the batch's rows, ``u = x.point`` (or ``margins`` when ``given``);
-    returns whether any is non-zero, and the number of mistakes."""
+def batch_dloss(code, indptr, indices, data, y, rows, point, margins, given, out, offset=0.0):
+    """``out[j] = l'(u_j)`` for the batch's rows, ``u = x.point + offset`` (or ``margins + offset`` when
+    ``given``; ``offset``: the intercept); returns whether any is non-zero, and the number of mistakes."""
     any_nonzero = False
     miss = 0
     for j in range(rows.shape[0]):
         r = rows[j]
-        u = margins[j] if given else row_dot(point, indptr, indices, data, r)
+        u = offset + (margins[j] if given else row_dot(point, indptr, indices, data, r))
         out[j] = dloss1(code, y[r], u)
         miss += mistake(y[r], u)
         if out[j] != 0.0:

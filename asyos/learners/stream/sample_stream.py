@@ -182,6 +182,10 @@ class SampleStreamLearner(BudgetedSelector):
     def _weights(self, state):
         raise NotImplementedError
 
+    def _online_intercept(self, state):
+        """The online model's intercept (``None``: it has none; SFSA and TSGD learn one)."""
+        return None
+
     def _stream_params(self):
         """Checks of the parameters that only a stream (``partial_fit``, ``learn_one``) needs."""
 
@@ -344,7 +348,9 @@ class SampleStreamLearner(BudgetedSelector):
         n = one.indptr[1]
         refitted = self._refit_model()
         if refitted is None:
-            return float(one.val[:n] @ self._fitted_coef()[0][one.idx[:n]]), one
+            bias = self._online_intercept(self._state)
+            u = float(one.val[:n] @ self._fitted_coef()[0][one.idx[:n]])
+            return (u if bias is None else u + bias), one
         coef, intercept = refitted
         return float(one.val[:n] @ coef[one.idx[:n]]) + intercept, one
 
@@ -615,10 +621,14 @@ class SampleStreamLearner(BudgetedSelector):
 
     @property
     def intercept_(self):
-        """The refit's intercept (``refit=True``, after ``fit``); the online models have none."""
+        """The refit's intercept (``refit=True``, after ``fit``), else the online model's where it has one
+        (SFSA, TSGD); the other online models have none."""
         refitted = self._refit_model()
         if refitted is None:
-            raise AttributeError("intercept_")
+            bias = self._online_intercept(self._state) if "_state" in self.__dict__ else None
+            if bias is None:
+                raise AttributeError("intercept_")
+            return bias
         return refitted[1]
 
     @property

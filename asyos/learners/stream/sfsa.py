@@ -17,6 +17,15 @@ per sample on top of the non-zeros.
 
 ``eta="auto"`` (the default of both) starts from the former default and is reduced tenfold, the fit
 redone, when the fit diverges (``auto_step``); ``eta_`` is the value used.
+
+The intercept. The thesis' data are centred, so its model has none; on data that are not (a regression
+target of mean 80), the online model's predictions miss by the mean and its training R^2 was below 0
+(cpu_act, diabetes). With ``fit_intercept=True`` (the default) the model is ``u = x . beta + b``: ``b``
+is one more coordinate, of value 1 in every row, that takes the same step (``sgd``, ``nesterov`` or
+``adam``) with the derivative ``mean(l'(u))`` and no ``lam``, and is never thresholded nor counted in
+the budget. In the simulator (``asyos.learners.stream.stream_simulator``) a worker's stale prediction
+takes the central model's current ``b``. ``fit_intercept=False`` is the thesis' algorithm
+(``bench_thesis_sfsa.py`` runs it).
 """
 from __future__ import annotations
 
@@ -45,12 +54,12 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
     _parameter_constraints = {**SampleStreamLearner._parameter_constraints, "eta": [positive(), StrOptions({"auto"})],
                               "lam": [non_negative()], "batch_size": [count(1)], "method": [StrOptions(set(METHODS))],
                               "mu": [non_negative()], "horizon": [count(1), StrOptions({"auto"})],
-                              "truncate": [StrOptions(set(TRUNCATIONS))], "refit": BOOLEAN}
+                              "truncate": [StrOptions(set(TRUNCATIONS))], "refit": BOOLEAN, "fit_intercept": BOOLEAN}
 
     def _new_state(self, p, code):
         return StreamState(beta=np.zeros(p), active=np.ones(p, dtype=bool), velocity=np.zeros(p),
                            second=np.zeros(p), sum_x=np.zeros(p), sum_x2=np.zeros(p), code=code,
-                           horizon=None, counts=K.batch_counts())
+                           horizon=None, counts=K.batch_counts(), bias=np.zeros(4))
 
     def fit(self, X, y, checkpoint=None):
         return self._fit_adapting(lambda last: super(_MiniBatchThresholding, self).fit(X, y, checkpoint=checkpoint),
@@ -67,6 +76,8 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
         for start in range(0, order.shape[0], b):
             rows = order[start:start + b]
             K.batch_moments(indptr, indices, data, rows, s.sum_x, s.sum_x2)
+            if self.fit_intercept:
+                self._bias(s)[3] += y[rows].sum()
             s.counts[K.M_SEEN] += rows.shape[0]
             batch = (indptr, indices, data, y, rows, margins[start:start + b] if margins is not None else None,
                      dl[:rows.shape[0]])
@@ -74,37 +85,89 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
             s.counts[K.M_BATCHES] += 1
             self._threshold(s)
 
-    def _gradient(self, s, batch, point):
-        """The mini-batch's mean loss gradient at ``point`` plus ``lam point``, on the active features."""
+    def _gradient(self, s, batch, point, bias=0.0):
+        """``(g, g_b)``: the mini-batch's mean loss gradient at ``(point, bias)`` plus ``lam point``, on the
+        active features, and its derivative in the intercept (the mean of the loss derivatives)."""
         indptr, indices, data, y, rows, margins, dl = batch
         margins, given = margins_arg(margins)
         changed, mistakes = K.batch_dloss(s.code, indptr, indices, data, y, rows, point,
-                                          margins, given, dl)
+                                          margins, given, dl, bias)
         s.counts[K.M_MISTAKES] += mistakes          # (with Nesterov: at the look-ahead point)
         if changed:
             s.counts[K.M_UPDATES] += 1
         g = self.lam * point
         K.batch_gradient(indptr, indices, data, rows, dl, 1.0 / rows.shape[0], g)
+        gb = float(np.mean(dl))
+        if self._centring():                        # the gradient on centred rows, (x - mean(x)) l'(u)
+            g -= s.sum_x * (gb / max(int(s.counts[K.M_SEEN]), 1))
         g[~s.active] = 0.0
-        return g
+        return g, gb
+
+    def _centring(self):
+        """Whether the intercept is the squared loss' closed form (``_centred``) rather than a step."""
+        return self.fit_intercept and self._loss_name() == "squared"
+
+    def _bias(self, s):
+        """The intercept's ``[value, velocity or first moment, second moment, sum of y]`` (``None`` without
+        one)."""
+        if not self.fit_intercept:
+            return None
+        if getattr(s, "bias", None) is None:        # a state saved before the intercept existed
+            s.bias = np.zeros(4)
+        return s.bias
+
+    def _centred(self, s, point):
+        """Squared loss: the intercept that minimises the seen rows' loss given ``point``, ``mean(y) -
+        mean(x) . point`` (the thesis' centred data, centred by running means)."""
+        n = max(int(s.counts[K.M_SEEN]), 1)
+        return (s.bias[3] - s.sum_x @ point) / n
 
     def _step(self, s, batch):
+        """One step of ``method`` on ``beta`` and the intercept alike (the intercept: no ``lam``, never
+        thresholded)."""
         eta = self._step_value()
+        b = self._bias(s)
+        moving = b is not None and not self._centring()     # squared loss: the closed form instead
+        b = np.zeros(4) if b is None else b         # without an intercept it stays 0
+        if self._centring():
+            b[0] = self._centred(s, s.beta + MOMENTUM * s.velocity if self.method == "nesterov" else s.beta)
         if self.method == "nesterov":
             ahead = s.beta + MOMENTUM * s.velocity
-            s.velocity = MOMENTUM * s.velocity - eta * self._gradient(s, batch, ahead)
+            g, gb = self._gradient(s, batch, ahead, b[0] + MOMENTUM * b[1])
+            s.velocity = MOMENTUM * s.velocity - eta * g
             s.beta += s.velocity
+            if moving:
+                b[1] = MOMENTUM * b[1] - eta * gb
+                b[0] += b[1]
         elif self.method == "adam":
-            g = self._gradient(s, batch, s.beta)
+            g, gb = self._gradient(s, batch, s.beta, b[0])
             b1, b2 = ADAM_BETAS
             t = s.counts[K.M_BATCHES] + 1
             s.velocity = b1 * s.velocity + (1 - b1) * g
             s.second = b2 * s.second + (1 - b2) * g * g
             step = (s.velocity / (1 - b1 ** t)) / (np.sqrt(s.second / (1 - b2 ** t)) + ADAM_EPS)
             s.beta -= eta * step
+            if moving:
+                b[1] = b1 * b[1] + (1 - b1) * gb
+                b[2] = b2 * b[2] + (1 - b2) * gb * gb
+                b[0] -= eta * (b[1] / (1 - b1 ** t)) / (np.sqrt(b[2] / (1 - b2 ** t)) + ADAM_EPS)
         else:
-            s.beta -= eta * self._gradient(s, batch, s.beta)
+            g, gb = self._gradient(s, batch, s.beta, b[0])
+            s.beta -= eta * g
+            if moving:
+                b[0] -= eta * gb
         s.beta[~s.active] = 0.0
+
+    def _online_intercept(self, s):
+        """``b`` plus the mean contribution ``mean(x_j) beta_j`` of the iterate's features the shown model
+        leaves out (its ``_weights``): they are predicted at their mean, not at 0."""
+        if not self.fit_intercept or getattr(s, "bias", None) is None:
+            return None
+        w = self._weights(s)
+        if self._centring():
+            return float(self._centred(s, w))
+        n = max(int(s.counts[K.M_SEEN]), 1)
+        return float(s.bias[0] + (s.sum_x / n) @ (s.beta - w))
 
     def _scores(self, s, index=slice(None)):
         """``sd_j |beta_j|`` (of the features ``index``): Remark 1's scale-free thresholding score."""
@@ -176,6 +239,9 @@ class SFSA(_MiniBatchThresholding):
         ``fit`` ends by fitting the kept features again (at most ``budget``) with an intercept and the
         learner's loss (the hinge as squared hinge): ``coef_`` and ``intercept_`` are that model until
         the learner learns again, ``raw_coef_`` the online one. ``False``: the paper's online model.
+    fit_intercept : bool, default=True
+        The online model learns an intercept: an unpenalised coordinate that takes the same step as
+        ``beta`` (module docstring, "The intercept"). ``False``: the thesis' model, for centred data.
 
     Attributes
     ----------
@@ -184,7 +250,8 @@ class SFSA(_MiniBatchThresholding):
         the weights, in the data's units (divided by ``scale_``), of the iterate cut to its ``budget``
         largest scores ``sd_j |beta_j|`` (while ``M_t > k`` the iterate holds more).
     intercept_ : float
-        The refit's intercept (after ``fit`` with ``refit``; the online model has none).
+        The refit's intercept after ``fit`` with ``refit``; else the online model's (``fit_intercept``;
+        without one it is not set).
     refitted_ : bool
         Whether ``coef_`` is the refit (``fit`` with ``refit``, no learning since).
     raw_coef_ : ndarray of shape (n_features_in_,)
@@ -226,7 +293,8 @@ class SFSA(_MiniBatchThresholding):
     auto_start = 0.1
 
     def __init__(self, budget=10, eta="auto", lam=1e-4, mu=10.0, horizon="auto", batch_size=25, method="sgd",
-                 loss="squared", passes="auto", scale="maxabs", random_state=0, n_features=None, refit=True):
+                 loss="squared", passes="auto", scale="maxabs", random_state=0, n_features=None, refit=True,
+                 fit_intercept=True):
         self.budget = budget
         self.eta = eta
         self.lam = lam
@@ -240,6 +308,7 @@ class SFSA(_MiniBatchThresholding):
         self.random_state = random_state
         self.n_features = n_features
         self.refit = refit
+        self.fit_intercept = fit_intercept
 
 
     def _threshold(self, s):
@@ -293,6 +362,9 @@ class TSGD(_MiniBatchThresholding):
         ``fit`` ends by fitting the kept features again (at most ``budget``) with an intercept and the
         learner's loss (the hinge as squared hinge): ``coef_`` and ``intercept_`` are that model until
         the learner learns again, ``raw_coef_`` the online one. ``False``: the paper's online model.
+    fit_intercept : bool, default=True
+        The online model learns an intercept: an unpenalised coordinate that takes the same step as
+        ``beta`` (module docstring, "The intercept"). ``False``: the thesis' model, for centred data.
 
     Attributes
     ----------
@@ -301,7 +373,8 @@ class TSGD(_MiniBatchThresholding):
         the weights, in the data's units (divided by ``scale_``), of the iterate cut to its ``budget``
         largest scores (with ``truncate="end"`` the iterate holds every feature).
     intercept_ : float
-        The refit's intercept (after ``fit`` with ``refit``; the online model has none).
+        The refit's intercept after ``fit`` with ``refit``; else the online model's (``fit_intercept``;
+        without one it is not set).
     refitted_ : bool
         Whether ``coef_`` is the refit (``fit`` with ``refit``, no learning since).
     raw_coef_ : ndarray of shape (n_features_in_,)
@@ -343,7 +416,8 @@ class TSGD(_MiniBatchThresholding):
     auto_start = 0.03
 
     def __init__(self, budget=10, eta="auto", lam=1e-4, truncate="end", batch_size=25, loss="squared",
-                 passes="auto", scale="maxabs", random_state=0, n_features=None, refit=True):
+                 passes="auto", scale="maxabs", random_state=0, n_features=None, refit=True,
+                 fit_intercept=True):
         self.budget = budget
         self.eta = eta
         self.lam = lam
@@ -355,6 +429,7 @@ class TSGD(_MiniBatchThresholding):
         self.random_state = random_state
         self.n_features = n_features
         self.refit = refit
+        self.fit_intercept = fit_intercept
 
 
     def _horizon(self, rows_in_first_call):
