@@ -62,6 +62,24 @@ def test_bamd_filtered_truncation_gives_eq_3_4_exactly(lam, B, density, outside,
     np.testing.assert_array_equal(model.support_, np.flatnonzero(expected))
 
 
+@pytest.mark.parametrize("outside,oracle", [("reset", bamd), ("accumulate", bamd_accumulate)])
+def test_bamd_member_heap_gives_eq_3_4_exactly_over_many_swaps(outside, oracle):
+    """``lam = 0`` (the default): the members in a heap, the weakest on top, through many entries and
+    replacements (B = 150 of d = 600 at 5% density) and the chunks of ``partial_fit`` (the heap is built
+    again at each call)."""
+    X, y = wide_problem(n=300, d=600, density=0.05, seed=7)
+    model = BudgetedAMD(budget=150, eta=0.5, passes=2, scale=None, outside=outside, random_state=5).fit(X, y)
+    assert model.lam == 0.0
+    expected = oracle(X, y, orders(X.shape[0], passes=2, seed=5), 150, 0.5, 0.0, 1e-2, "squared_hinge")
+    np.testing.assert_allclose(model.coef_, expected, rtol=1e-9, atol=1e-12)
+    assert model.support_.size == 150
+    chunked = BudgetedAMD(budget=150, eta=0.5, scale=None, outside=outside)
+    for start in range(0, 300, 37):
+        chunked.partial_fit(X[start:start + 37], y[start:start + 37], classes=[-1.0, 1.0])
+    whole = BudgetedAMD(budget=150, eta=0.5, scale=None, outside=outside).partial_fit(X, y, classes=[-1.0, 1.0])
+    np.testing.assert_array_equal(chunked.coef_, whole.coef_)
+
+
 @pytest.mark.parametrize("B", [2, 10])
 def test_ofs_and_sofs_records_give_the_transcriptions(B):
     X, y = wide_problem(n=200, d=150, density=0.1, seed=2)
