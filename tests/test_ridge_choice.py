@@ -7,7 +7,7 @@ import pytest
 
 from asyos import AsyncOnlineSubstitution, OnlineSubstitution, make_classification, make_regression
 from asyos.learners.substitution.ridge_choice import (FEATURE_RATIO, RIDGE_GRID, choose_ridge, engages,
-                                                      inner_folds, pool_size, top_features)
+                                                      inner_folds, pool_size, scale_free_loss, top_features)
 from asyos.learners.substitution.screening import marginal_gains
 from asyos.learners.substitution.workers import SubstitutionOptions
 from asyos.losses import get_loss
@@ -43,20 +43,47 @@ def test_inner_folds_are_stratified_and_refuse_a_class_too_small_to_split():
     assert len(inner_folds(np.arange(10.0), "regression", 4, 0)) == 4
 
 
-def test_choose_ridge_takes_the_lowest_mean_held_out_loss_and_the_smallest_alpha_on_a_tie():
-    class Fixed:                                      # a model that predicts alpha everywhere
-        def __init__(self, alpha):
-            self.coef_, self.intercept_ = np.zeros(2), alpha
-    X, y = np.zeros((20, 2)), np.full(20, 1.0)
-    loss = get_loss("squared")
-    alpha, scores = choose_ridge(X, y, loss, lambda X, y, a: Fixed(a), 0, grid=(0.0, 1.0, 2.0))
-    assert alpha == 1.0 and scores[1.0] == 0.0 and scores[0.0] == scores[2.0] == pytest.approx(0.5)
-    alpha, _ = choose_ridge(X, y, loss, lambda X, y, a: Fixed(1.0 + abs(a - 1.5)), 0, grid=(1.0, 2.0, 0.0))
-    assert alpha == 1.0                               # 1 and 2 tie: the first of the grid
+def best_scale_by_grid(loss, y, u):
+    """``min_c loss(y, c u)`` over ``c = 0`` and 4000 scales of ``u / max |u|`` from 1e-9 to 1e5 (relative
+    steps of 0.8%)."""
+    v = u / np.max(np.abs(u))
+    return min([loss.value(y, np.zeros_like(u))] + [loss.value(y, c * v) for c in np.logspace(-9, 5, 4000)])
+
+
+@pytest.mark.parametrize("loss_name", ["squared_hinge", "logistic", "squared"])
+def test_the_scale_free_loss_is_the_loss_at_the_predictions_best_scale(loss_name):
+    loss = get_loss(loss_name)
+    rng = np.random.default_rng(0)
+    for size in (7, 40):
+        y = np.where(rng.random(size) < 0.4, -1.0, 1.0) if loss.task == "classification" else rng.normal(size=size)
+        for top in (1e-6, 1.0, 1e6):                  # tiny, plain and interpolating fits' predictions
+            u = top * (0.7 * y + rng.normal(size=size))
+            grid = best_scale_by_grid(loss, y, u)
+            assert scale_free_loss(loss, y, u) == pytest.approx(grid, rel=1e-3, abs=1e-9)
+            assert scale_free_loss(loss, y, 5.0 * u) == pytest.approx(scale_free_loss(loss, y, u), rel=1e-6)
+    assert scale_free_loss(loss, y, np.zeros(size)) == loss.value(y, np.zeros(size))
+
+
+def test_choose_ridge_scores_each_alpha_at_its_best_scale_and_takes_the_first_lowest():
+    class Fixed:                                      # a model of one given weight
+        def __init__(self, w):
+            self.coef_, self.intercept_ = np.array([w]), 0.0
+    rng = np.random.default_rng(0)
+    y = np.where(rng.random(40) < 0.5, -1.0, 1.0)
+    X = (y * rng.uniform(1.0, 2.0, 40))[:, None]      # separable by the sign of the one column
+    weights = {0.0: -1.0, 1.0: 0.0, 2.0: 1.0, 3.0: 1000.0}
+    loss = get_loss("squared_hinge")
+    alpha, scores = choose_ridge(X, y, loss, lambda X, y, a: Fixed(weights[a]), 0, grid=(0.0, 1.0, 2.0, 3.0))
+    # the wrong sign is worth no more than predicting 0; the right one separates at any scale: 2 and 3
+    # tie (their weights differ 1000-fold) and the first of the grid is taken
+    assert scores[0.0] == scores[1.0] == pytest.approx(loss.value(y, np.zeros(40)))
+    assert scores[2.0] == scores[3.0] == pytest.approx(0.0, abs=1e-12)
+    assert alpha == 2.0
 
 
 def cross_validated(X, y, k, loss_name, seed=0):
-    """``ridge="auto"`` written out: the pool by marginal gain, stratified folds, OS per alpha."""
+    """``ridge="auto"`` written out: the pool by marginal gain, stratified folds, OS per alpha, each fold's
+    held-out loss at the predictions' best scale on a grid of scales."""
     from sklearn.model_selection import StratifiedKFold
     loss = get_loss(loss_name)
     options = SubstitutionOptions()
@@ -68,7 +95,7 @@ def cross_validated(X, y, k, loss_name, seed=0):
         held_out = []
         for train, test in StratifiedKFold(4, shuffle=True, random_state=seed).split(Z, y):
             est = OnlineSubstitution(budget=k, ridge=alpha, random_state=seed).fit(Z[train], y[train])
-            held_out.append(loss.value(y[test], est.decision_function(Z[test])))
+            held_out.append(best_scale_by_grid(loss, y[test], est.decision_function(Z[test])))
         means.append(np.mean(held_out))
     return RIDGE_GRID[int(np.argmin(means))], means
 
@@ -83,7 +110,7 @@ def test_auto_chooses_as_a_cross_validation_written_out_and_then_fits_with_that_
     auto = OnlineSubstitution(budget=10, ridge="auto").fit(X, y)
     alpha, means = cross_validated(X, y, 10, "squared_hinge")
     assert auto.ridge_ == alpha
-    np.testing.assert_allclose([auto.ridge_scores_[a] for a in RIDGE_GRID], means, rtol=1e-12)
+    np.testing.assert_allclose([auto.ridge_scores_[a] for a in RIDGE_GRID], means, rtol=1e-3)
     assert X.shape[1] > pool_size(X.shape[1], 10)      # the pool is a part of the columns
     fixed = OnlineSubstitution(budget=10, ridge=alpha).fit(X, y)
     assert np.array_equal(auto.support_, fixed.support_) and np.array_equal(auto.coef_, fixed.coef_)

@@ -58,7 +58,8 @@ def format_summary(record: dict) -> str:
     lines.append("  " + "; ".join(quality))
     if record.get("ridge_scores"):                     # --ridge auto chose
         scores = ", ".join(f"{float(a):g}: {v:.4g}" for a, v in record["ridge_scores"].items())
-        lines.append(f"  ridge {record['ridge']:g}, chosen by cross-validation (mean held-out loss {scores})")
+        lines.append(f"  ridge {record['ridge']:g}, chosen by cross-validation (mean held-out loss at the best "
+                     f"scale {scores})")
     lines.append("  " + describe(t))
     if "n_workers" in record:
         unit = "versions of u_C" if record["algorithm"] == "asy-os" else "versions of the shared model"

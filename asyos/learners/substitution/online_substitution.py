@@ -98,7 +98,8 @@ class OnlineSubstitution(BudgetedSelector):
     loss_ : str                     the loss used (``auto`` resolved)
     selection_log_ : list of dict   every entry/exit: worker, step, pass, feature, event, weight
     ridge_ : float                  the ``alpha`` selected and refit under (``ridge="auto"``: the chosen one)
-    ridge_scores_ : dict or None    ``ridge="auto"`` when it chose: each alpha's mean held-out loss
+    ridge_scores_ : dict or None    ``ridge="auto"`` when it chose: each alpha's mean held-out loss (at the
+                                    predictions' best scale, ``ridge_choice.scale_free_loss``)
     step_size_, lipschitz_, n_steps_, n_passes_, fit_time_
 
     Examples
