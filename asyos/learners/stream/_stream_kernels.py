@@ -201,18 +201,18 @@ def heap_sift_down(heap, pos, key, rank, size, i, reverse=False):
 
 
 @jit
-def heap_push(heap, pos, key, rank, size, item):
+def heap_push(heap, pos, key, rank, size, item, reverse=False):
     heap[size] = item
     pos[item] = size
-    heap_sift_up(heap, pos, key, rank, size)
+    heap_sift_up(heap, pos, key, rank, size, reverse)
     return size + 1
 
 
 @jit
-def heap_fix(heap, pos, key, rank, size, item):
+def heap_fix(heap, pos, key, rank, size, item, reverse=False):
     """Restore the heap after ``key[item]`` changed either way."""
-    heap_sift_up(heap, pos, key, rank, int(pos[item]))
-    heap_sift_down(heap, pos, key, rank, size, int(pos[item]))
+    heap_sift_up(heap, pos, key, rank, int(pos[item]), reverse)
+    heap_sift_down(heap, pos, key, rank, size, int(pos[item]), reverse)
 
 
 # -- quickselect: the ``k`` best of ``cand[:n]`` moved to ``cand[:k]`` ---------------------------
@@ -596,8 +596,8 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, accumulate
 
     ``lam = 0`` (``BudgetedAMD``'s default): an untouched member neither moves nor changes its score, so
     there is no shrinking pass; a touched member's score is taken where it is touched, and the members
-    sit in a heap with the weakest on top (``wh``, ``wp``: ``_weak_up``, ``_weak_down``), kept as members
-    are touched, enter and are replaced. A row then costs its non-zeros and ``O(log B)`` per change
+    sit in a heap with the weakest on top (``wh``, ``wp``: the indexed heap in reverse order), kept as
+    members are touched, enter and are replaced. A row then costs its non-zeros and ``O(log B)`` per change
     instead of ``O(B)`` (at d = 2e4 and B = 1000, 60% of the rows bring a newcomer that enters: a pass
     to find the weakest and one in ``_weakest_slots`` each). The model is the same, bit for bit, as
     the shrinking pass gives with ``lam = 0``. Measured (``bench_stream_throughput.py``, rows per
@@ -660,8 +660,7 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, accumulate
                     if not shrink:                   # its score now: no pass over the members below
                         ks[m] = _amd_score(kw[m], kh[m], power)
                         zeros += kw[m] == 0.0
-                        _weak_up(wh, wp, ks, members, wp[m])
-                        _weak_down(wh, wp, ks, members, nmem, wp[m])
+                        heap_fix(wh, wp, ks, members, nmem, m, True)
                 continue
             g = gl * data[k]                         # lam w_i + l' x_i with w_i = 0
             if g != 0.0:
@@ -698,9 +697,7 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, accumulate
                 if mpos[i] < 0.0 and w[i] != 0.0 and gl * data[k] != 0.0:     # the newcomers counted
                     _bamd_enter(rec, members, kept, nmem, i, power)
                     if not shrink:
-                        wh[nmem] = nmem
-                        wp[nmem] = nmem
-                        _weak_up(wh, wp, ks, members, nmem)
+                        heap_push(wh, wp, ks, members, nmem, nmem, True)
                     nmem += 1
             continue
         weakest = -1                                 # the weakest member's slot
@@ -759,25 +756,13 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, accumulate
 
 # -- B-AMD with lam = 0: the members in a heap, the weakest on top --------------------------------
 @jit
-def _weak_up(wh, wp, ks, members, i):
-    """Move the slot at heap place ``i`` up while it is weaker than its parent."""
-    heap_sift_up(wh, wp, ks, members, i, True)
-
-
-@jit
-def _weak_down(wh, wp, ks, members, size, i):
-    """Move the slot at heap place ``i`` down while a child is weaker."""
-    heap_sift_down(wh, wp, ks, members, size, i, True)
-
-
-@jit
 def _weak_build(wh, wp, ks, members, nmem):
-    """The heap of the member slots ``0 .. nmem - 1`` (``O(nmem)``)."""
+    """The heap of the member slots ``0 .. nmem - 1``, the weakest on top (``O(nmem)``)."""
     for m in range(nmem):
         wh[m] = m
         wp[m] = m
     for i in range(nmem // 2 - 1, -1, -1):
-        _weak_down(wh, wp, ks, members, nmem, i)
+        heap_sift_down(wh, wp, ks, members, nmem, i, True)
 
 
 @jit
@@ -855,9 +840,7 @@ def _bamd_merge(rec, members, kept, cand, n, score, ranks, nmem, budget, accumul
         i = cand[q]
         _bamd_enter(rec, members, kept, nmem, i, power)
         if heaped:
-            wh[nmem] = nmem
-            wp[nmem] = nmem
-            _weak_up(wh, wp, ks, members, nmem)
+            heap_push(wh, wp, ks, members, nmem, nmem, True)
         nmem += 1
         q += 1
     t = 0
@@ -869,7 +852,7 @@ def _bamd_merge(rec, members, kept, cand, n, score, ranks, nmem, budget, accumul
         _bamd_leave(rec, members, kept, m, accumulate)
         _bamd_enter(rec, members, kept, m, i, power)
         if heaped:                                   # a stronger score in the weakest's slot
-            _weak_down(wh, wp, ks, members, nmem, 0)
+            heap_sift_down(wh, wp, ks, members, nmem, 0, True)
         q += 1
         t += 1
     if not accumulate:

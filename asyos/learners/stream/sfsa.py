@@ -73,21 +73,23 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
             s.horizon = self._horizon(order.shape[0])
         b = self.batch_size
         dl = np.empty(b)
+        centring = self._centring()
         for start in range(0, order.shape[0], b):
             rows = order[start:start + b]
             K.batch_moments(indptr, indices, data, rows, s.sum_x, s.sum_x2)
-            if self.fit_intercept:
+            if centring:
                 self._bias(s)[3] += y[rows].sum()
             s.counts[K.M_SEEN] += rows.shape[0]
             batch = (indptr, indices, data, y, rows, margins[start:start + b] if margins is not None else None,
                      dl[:rows.shape[0]])
-            self._step(s, batch)
+            self._step(s, batch, centring)
             s.counts[K.M_BATCHES] += 1
             self._threshold(s)
 
-    def _gradient(self, s, batch, point, bias=0.0):
+    def _gradient(self, s, batch, point, bias, centring):
         """``(g, g_b)``: the mini-batch's mean loss gradient at ``(point, bias)`` plus ``lam point``, on the
-        active features, and its derivative in the intercept (the mean of the loss derivatives)."""
+        active features (``centring``: on the rows centred by the running means), and its derivative in
+        the intercept (the mean of the loss derivatives)."""
         indptr, indices, data, y, rows, margins, dl = batch
         margins, given = margins_arg(margins)
         changed, mistakes = K.batch_dloss(s.code, indptr, indices, data, y, rows, point,
@@ -98,7 +100,7 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
         g = self.lam * point
         K.batch_gradient(indptr, indices, data, rows, dl, 1.0 / rows.shape[0], g)
         gb = float(np.mean(dl))
-        if self._centring():                        # the gradient on centred rows, (x - mean(x)) l'(u)
+        if centring:                                # the gradient on centred rows, (x - mean(x)) l'(u)
             g -= s.sum_x * (gb / max(int(s.counts[K.M_SEEN]), 1))
         g[~s.active] = 0.0
         return g, gb
@@ -122,25 +124,25 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
         n = max(int(s.counts[K.M_SEEN]), 1)
         return (s.bias[3] - s.sum_x @ point) / n
 
-    def _step(self, s, batch):
+    def _step(self, s, batch, centring):
         """One step of ``method`` on ``beta`` and the intercept alike (the intercept: no ``lam``, never
-        thresholded)."""
+        thresholded; ``centring``: its closed form, ``_centred``, instead of a step)."""
         eta = self._step_value()
         b = self._bias(s)
-        moving = b is not None and not self._centring()     # squared loss: the closed form instead
+        moving = b is not None and not centring
         b = np.zeros(4) if b is None else b         # without an intercept it stays 0
-        if self._centring():
-            b[0] = self._centred(s, s.beta + MOMENTUM * s.velocity if self.method == "nesterov" else s.beta)
-        if self.method == "nesterov":
-            ahead = s.beta + MOMENTUM * s.velocity
-            g, gb = self._gradient(s, batch, ahead, b[0] + MOMENTUM * b[1])
+        nesterov = self.method == "nesterov"
+        point = s.beta + MOMENTUM * s.velocity if nesterov else s.beta      # where the gradient is taken
+        if centring:
+            b[0] = self._centred(s, point)
+        g, gb = self._gradient(s, batch, point, b[0] + MOMENTUM * b[1] if nesterov else b[0], centring)
+        if nesterov:
             s.velocity = MOMENTUM * s.velocity - eta * g
             s.beta += s.velocity
             if moving:
                 b[1] = MOMENTUM * b[1] - eta * gb
                 b[0] += b[1]
         elif self.method == "adam":
-            g, gb = self._gradient(s, batch, s.beta, b[0])
             b1, b2 = ADAM_BETAS
             t = s.counts[K.M_BATCHES] + 1
             s.velocity = b1 * s.velocity + (1 - b1) * g
@@ -152,7 +154,6 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
                 b[2] = b2 * b[2] + (1 - b2) * gb * gb
                 b[0] -= eta * (b[1] / (1 - b1 ** t)) / (np.sqrt(b[2] / (1 - b2 ** t)) + ADAM_EPS)
         else:
-            g, gb = self._gradient(s, batch, s.beta, b[0])
             s.beta -= eta * g
             if moving:
                 b[0] -= eta * gb
@@ -160,14 +161,22 @@ class _MiniBatchThresholding(AutoStep, SampleStreamLearner):
 
     def _online_intercept(self, s):
         """``b`` plus the mean contribution ``mean(x_j) beta_j`` of the iterate's features the shown model
-        leaves out (its ``_weights``): they are predicted at their mean, not at 0."""
+        leaves out (its ``_weights``): they are predicted at their mean, not at 0. ``O(p)``, so it is kept
+        with the shown model's weights (``_fitted_coef``'s cache, renewed when the model learns): a stream
+        of ``predict_one`` calls costs each row's non-zeros."""
         if not self.fit_intercept or getattr(s, "bias", None) is None:
             return None
+        shown = self._fitted_coef()
+        kept = self.__dict__.get("_intercept_of")
+        if kept is not None and kept[0] is shown:
+            return kept[1]
         w = self._weights(s)
         if self._centring():
-            return float(self._centred(s, w))
-        n = max(int(s.counts[K.M_SEEN]), 1)
-        return float(s.bias[0] + (s.sum_x / n) @ (s.beta - w))
+            value = float(self._centred(s, w))
+        else:
+            value = float(s.bias[0] + (s.sum_x / max(int(s.counts[K.M_SEEN]), 1)) @ (s.beta - w))
+        self._intercept_of = (shown, value)
+        return value
 
     def _scores(self, s, index=slice(None)):
         """``sd_j |beta_j|`` (of the features ``index``): Remark 1's scale-free thresholding score."""
