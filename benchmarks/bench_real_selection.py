@@ -45,15 +45,17 @@ equals another is run once); seed of fold ``f`` = ``f``. Score: test accuracy, o
 the mean over the folds. Methods (each evaluates its own fitted model on the test fold):
 
 * ``os``: ``OnlineSubstitution(budget=k)`` with its defaults (the exchange variant, the loss from
-  the labels: squared for regression, squared hinge for classification, ``passes="auto"``, no ridge);
-  ``os-ridge-auto``: the same with ``ridge="auto"`` (chosen by cross-validation on the training fold when
-  ``p >= 5 n``); ``os-kdd16``: the same with ``variant="kdd16"`` (KDD'16 Alg. 1 literally); ``os-sim12``:
-  ``AsyncOnlineSubstitution`` with ``min(12, p)`` simulated workers (staleness simulator);
+  the labels: squared for regression, squared hinge for classification, ``passes="auto"``,
+  ``ridge="auto"``: chosen by cross-validation on the training fold when ``p >= 5 n``, else none);
+  ``os-no-ridge``: the same with ``ridge=0`` (the default before ``auto``; runs of earlier versions
+  called ``os-ridge-auto`` what is now ``os``); ``os-kdd16``: the same with ``variant="kdd16"`` (KDD'16
+  Alg. 1 literally); ``os-sim12``: ``AsyncOnlineSubstitution`` with ``min(12, p)`` simulated workers
+  (staleness simulator, its defaults);
 * ``os-mpi5``: ``mpiexec -n 5 python -m asyos.run --data FOLD --budget k --seed f`` (4 workers and
   the central process) on ``--mpi-sets`` only (default pcmac and satellite_image): each fold's
   train and test split is written to a temporary file that ``load_dataset`` reads, and the test
   fold is predicted from the run's ``selected``, ``coef`` (and ``intercept`` when the record has
-  one); ``os-mpi5-ridge-auto`` the same with ``--ridge auto``. Its time is the run's
+  one); ``os-mpi5-no-ridge`` the same with ``--ridge 0``. Its time is the run's
   ``timing.async_s`` (the asynchronous phase; ``wall_s`` when absent): start-up and data loading
   are not counted. On a 2-core machine 5 ranks are oversubscribed, so
   these times say little about the method's speed;
@@ -146,14 +148,14 @@ GENERATED = {"digits-0-vs-rest": "generated: scikit-learn digits, 0 vs the rest"
                 for name, (source, rows) in SUBSAMPLES.items()},
              STAND_IN: "synthetic sparse stand-in (NOT real data)"}
 
-OS_FAMILY = ("os", "os-ridge-auto", "os-filter-end", "os-kdd16", "os-sim12", "os-mpi5", "os-mpi5-ridge-auto",
+OS_FAMILY = ("os", "os-no-ridge", "os-filter-end", "os-kdd16", "os-sim12", "os-mpi5", "os-mpi5-no-ridge",
              "b-arda", "ofsa")
-MPI_FLAGS = {"os-mpi5": (), "os-mpi5-ridge-auto": ("--ridge", "auto")}     # the runs under mpiexec, their flags
+MPI_FLAGS = {"os-mpi5": (), "os-mpi5-no-ridge": ("--ridge", "0")}     # the runs under mpiexec, their flags
 PEERS = ("abess", "l1+refit", "kbest+refit")
 METHODS = OS_FAMILY + PEERS
 BASELINE = "kbest+refit"
 CPU_BASELINE = "abess"          # the process CPU table's reference (issue: OS at or below abess's CPU)
-GAP_METHODS = ("os", "os-ridge-auto", "os-sim12", "os-mpi5", "os-mpi5-ridge-auto")   # the gap columns, where run
+GAP_METHODS = ("os", "os-no-ridge", "os-sim12", "os-mpi5", "os-mpi5-no-ridge")   # the gap columns, where run
 DENSE_LIMIT_BYTES = 2e9         # largest dense copy (abess) or p x p averages (OFSA) made
 L1_STEPS = 30                   # bisection steps on log(l1 weight)
 L1_RANGE = 1e4                  # the l1 weight is searched over [w_max / L1_RANGE, w_max] ...
@@ -447,8 +449,8 @@ def fit_os(X, y, k, task, seed, **params):
     return own_model(est), est.support_, time.perf_counter() - t0, {"passes": est.n_passes_, "ridge": est.ridge_}
 
 
-def fit_os_ridge_auto(X, y, k, task, seed):
-    return fit_os(X, y, k, task, seed, ridge="auto")
+def fit_os_no_ridge(X, y, k, task, seed):
+    return fit_os(X, y, k, task, seed, ridge=0.0)
 
 
 def fit_os_filter_end(X, y, k, task, seed):
@@ -632,9 +634,9 @@ def fit_os_mpi5(X, y, k, task, seed, *, X_test, y_test, extra=()):
         "loss": record["problem"].get("loss")}
 
 
-FITS = {"os": fit_os, "os-ridge-auto": fit_os_ridge_auto, "os-filter-end": fit_os_filter_end,
+FITS = {"os": fit_os, "os-no-ridge": fit_os_no_ridge, "os-filter-end": fit_os_filter_end,
         "os-kdd16": fit_os_kdd16, "os-sim12": fit_os_sim12,
-        "os-mpi5": fit_os_mpi5, "os-mpi5-ridge-auto": fit_os_mpi5,
+        "os-mpi5": fit_os_mpi5, "os-mpi5-no-ridge": fit_os_mpi5,
         "b-arda": fit_b_arda, "ofsa": fit_ofsa, "abess": fit_abess, "l1+refit": fit_l1_refit,
         "kbest+refit": fit_kbest_refit}
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
-from ..learners.checks import columns_dense
+from ..learners.checks import columns_block
 from ..learners.substitution.ridge_choice import best_positions, engages, pool_size, top_features
 from ..utils.progress import phase
 from .transport import agree_after_setup
@@ -27,7 +27,7 @@ def chooses(config, problem, options) -> bool:
 
 def offer(problem, columns, gains) -> np.ndarray:
     """This worker's best ``pool_size`` features: their indices then their gains, padded with -1."""
-    size = pool_size(problem.n_features, problem.budget)
+    size = pool_size(problem.n_samples, problem.n_features, problem.budget)
     out = np.full(2 * size, -1.0)
     keep = best_positions(columns, gains, size)
     out[:keep.size], out[size:size + keep.size] = np.asarray(columns)[keep], gains[keep]
@@ -40,9 +40,10 @@ def agree_on_ridge(comm, config, setup, options, backoff):
     problem = setup["problem"]
     if not chooses(config, problem, options):
         return float(config.ridge or 0.0), None
-    size = pool_size(problem.n_features, problem.budget)
+    size = pool_size(problem.n_samples, problem.n_features, problem.budget)
     mine = setup["pool_offer"] if comm.Get_rank() else np.full(2 * size, -1.0)
-    with phase(f"choosing the ridge: cross-validation on the {size} features of largest gain"):
+    which = f"all {size}" if size == problem.n_features else f"the {size} of largest gain of {problem.n_features}"
+    with phase(f"choosing the ridge: cross-validation on {which} features"):
         offers = agree_after_setup(comm, None, mine, backoff, config.setup_timeout)[1:]
         alpha, scores, error = _central_choice(comm, offers, size, setup, options, config.seed)
         everyone = agree_after_setup(comm, error, [alpha], backoff, config.setup_timeout)
@@ -68,8 +69,8 @@ def _choose(setup, pool, options, seed):
     from ..learners.substitution.online_substitution import choose_on_columns
     source, problem = setup["source"], setup["problem"]
     if getattr(source, "columnar", False):
-        columns = columns_dense(source.lazy().X, pool)
+        columns = columns_block(source.lazy().X, pool)
     else:
         X = source.load(pool, with_test=False).X
-        columns = columns_dense(X, np.arange(pool.size))
+        columns = columns_block(X, np.arange(pool.size))
     return choose_on_columns(columns, setup["y"], problem.loss, problem.budget, options, seed)

@@ -62,3 +62,9 @@ def columns_dense(X, support):
     """Dense ``(n, len(support))`` block of the given columns."""
     block = X[:, support]
     return block.toarray() if issparse(block) else np.asarray(block)
+
+
+def columns_block(X, support):
+    """The ``(n, len(support))`` block of the given columns: sparse (CSR) if ``X`` is, else dense."""
+    block = X[:, support]
+    return block.tocsr() if issparse(block) else np.asarray(block)

@@ -263,9 +263,10 @@ SUBSTITUTION = Options("substitution", "Online Substitution (os, asy-os)", (
          check=lambda v: None if v >= 1 else f"--step-divisor (the paper's m) must be >= 1; got {v}"),
     _opt("decrease_check", bool, True, "keep the objective-decrease check (default on; --no-decrease-check follows "
                                        "Alg. 3 literally)", negatable=True),
-    _opt("ridge", float, 0.0, "OS / Asy-OS (exchange): alpha >= 0 of a (alpha / 2) ||w||^2 on the scaled columns in "
-                              "the selection and the refit (default 0: none), or auto: 0 unless p >= 5 n, where alpha "
-                              "is chosen from 0, 1, 10 by cross-validation on the training rows", optional=True,
+    _opt("ridge", float, None, "OS / Asy-OS (exchange): alpha >= 0 of a (alpha / 2) ||w||^2 on the scaled columns in "
+                               "the selection and the refit, or auto (default): 0 unless p >= 5 n and n <= 1000, "
+                               "where alpha is chosen from 0, 1, 10 by cross-validation on the training rows; 0: none",
+         optional=True,
          parse=or_auto(float, "a number >= 0"),
          check=lambda v: None if v >= 0 else f"--ridge must be a finite number >= 0; got {v}"),
     _opt("decrease_constant", float, None, "--variant kdd16: the paper's c in [0, 1] (default 1)", optional=True,

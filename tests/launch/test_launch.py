@@ -178,12 +178,13 @@ def test_ridge_auto_under_mpi_chooses_on_the_workers_offers_what_sequential_os_c
     cross-validation, every rank runs with it; the choice and its scores are sequential OS's on all
     the columns, and the reported model is the ridge refit of the selected columns."""
     import subprocess
-    from asyos import OnlineSubstitution, make_classification
+    from asyos import OnlineSubstitution
     from asyos.learners.refit import refit_with_intercept
     from asyos.losses import get_loss
-    d = make_classification(n_features=2500, n_informative=8, n_samples=60, seed=3)
+    from tests.test_ridge_choice import weak_fingerprints
+    X, y = weak_fingerprints()                                # a set where the choice is a ridge
     path = tmp_path / "few.npz"
-    np.savez(path, X=np.ascontiguousarray(d.X), y=d.y)        # row-major: the converter streams rows
+    np.savez(path, X=np.ascontiguousarray(X), y=y)            # row-major: the converter streams rows
     if layout == "column-store":
         columns = tmp_path / "columns"
         subprocess.run([sys.executable, "-m", "asyos.convert", "-q", str(path), str(columns)], check=True, timeout=60)
@@ -192,13 +193,13 @@ def test_ridge_auto_under_mpi_chooses_on_the_workers_offers_what_sequential_os_c
                                 "--output", str(tmp_path / "out"))
     assert rc == 0, err
     record = json.loads((tmp_path / "out" / "results.json").read_text())
-    seq = OnlineSubstitution(budget=10, ridge="auto").fit(d.X, d.y)
+    seq = OnlineSubstitution(budget=10, ridge="auto").fit(X, y)
     assert record["n_workers"] == 3 and record["ridge"] == seq.ridge_ > 0
     # the same fits on the same pool; the columns' layout in memory may round their products differently
     assert record["ridge_scores"] == pytest.approx({str(a): v for a, v in seq.ridge_scores_.items()}, rel=1e-9)
     assert record["step_size"] == pytest.approx(0.5 / (record["lipschitz"] + record["ridge"]))
     selected = np.asarray(record["selected"])
-    coef, b = refit_with_intercept(d.X[:, selected], d.y, get_loss("squared_hinge"), ridge=record["ridge"])
+    coef, b = refit_with_intercept(X[:, selected], y, get_loss("squared_hinge"), ridge=record["ridge"])
     np.testing.assert_allclose(record["coef"], coef, rtol=1e-6, atol=1e-9)
 
 

@@ -80,8 +80,8 @@ def test_a_stop_without_output_ends_the_job_with_143(tmp_path):
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONPATH=REPO, ASYOS_PROGRESS_EVERY="0.3")
     log = tmp_path / "stderr.txt"
     with open(log, "w") as fh:
-        proc = subprocess.Popen([MPIEXEC, "-n", "3", sys.executable, "-m", "asyos.run", *PROBLEM,
-                                 "--passes", "100", "--trace-every", "1", "-v"],
+        proc = subprocess.Popen([MPIEXEC, "-n", "3", sys.executable, "-m", "asyos.run", *PROBLEM,   # p >= 5 n: no
+                                 "--passes", "100", "--trace-every", "1", "-v", "--ridge", "0"],  # ridge choice first
                                 stdout=subprocess.PIPE, stderr=fh, text=True, env=env, cwd=REPO,
                                 start_new_session=True)
     try:

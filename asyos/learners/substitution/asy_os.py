@@ -192,7 +192,7 @@ class AsyncOnlineSubstitution(OnlineSubstitution):
                  sharding=None, loss="auto", passes="auto", variant="exchange", fit_intercept=None,
                  scale=None, step_size=None, step_divisor=1.0, decrease_check=True, decrease_constant=None,
                  refit=True, random_state=0, trace_every=0, budget_mode="global", cap=None, slack=None,
-                 transport=None, push_mode="pipelined", max_batch=16, nodes=1, costs=None, cores=None, ridge=0.0):
+                 transport=None, push_mode="pipelined", max_batch=16, nodes=1, costs=None, cores=None, ridge="auto"):
         super().__init__(budget=budget, loss=loss, passes=passes, variant=variant, fit_intercept=fit_intercept,
                          scale=scale, step_size=step_size, step_divisor=step_divisor,
                          decrease_check=decrease_check, decrease_constant=decrease_constant, refit=refit,

@@ -35,7 +35,7 @@ from ..protocol.central import Central
 from ..protocol.loopback import run_loopback
 from ..trace import ObjectiveTrace
 from ..base import BudgetedSelector
-from ..checks import check_positive_int, columns_dense
+from ..checks import check_positive_int, columns_block
 from ..params import BOOLEAN, BUDGET, PASSES, SEED, Interval, Real, StrOptions, count, non_negative, positive, unit
 from .kernels import many_runs
 from .ridge_choice import choose_ridge, cross_validation_steps, engages, pool_size, top_features
@@ -78,10 +78,10 @@ class OnlineSubstitution(BudgetedSelector):
         ``alpha >= 0`` (exchange variant): select and refit under ``loss + (alpha / 2) ||w||^2`` on the
         scaled columns (the newcomers' Newton weights, the substitution scores, the decrease check,
         the retained features' step and the refit all include it), so that features which fit a few
-        rows exactly are not worth their weight when samples are few. 0 (default): none. ``"auto"``: 0
-        unless samples are few next to the features (``p >= 5 n``), where ``alpha`` is chosen from 0, 1
-        and 10 by cross-validation on the training rows (``asyos.learners.substitution.ridge_choice``,
-        which says why it is not the default).
+        rows exactly are not worth their weight when samples are few. ``"auto"`` (default): 0 unless
+        samples are few (``p >= 5 n`` and ``n <= 1000``), where ``alpha`` is chosen from 0, 1 and 10
+        by cross-validation on the training rows, a ridge only where it lowers the held-out loss by 15%
+        (``asyos.learners.substitution.ridge_choice``); 0: none, OS as before the ridge.
     random_state : int
         Seeds the blocks sampled to estimate ``L_F``.
     trace_every : int
@@ -132,7 +132,7 @@ class OnlineSubstitution(BudgetedSelector):
 
     def __init__(self, budget=10, loss="auto", passes="auto", variant="exchange", fit_intercept=None, scale=None,
                  step_size=None, step_divisor=1.0, decrease_check=True, decrease_constant=None, refit=True,
-                 random_state=0, trace_every=0, ridge=0.0):
+                 random_state=0, trace_every=0, ridge="auto"):
         self.budget = budget
         self.loss = loss
         self.passes = passes
@@ -244,14 +244,14 @@ def choose_on_pool(X, y, loss, parts, budget, options, seed):
     if not engages(n, p, options.variant):
         return 0.0, None
     pool = top_features(np.concatenate([i for i, _ in parts]), np.concatenate([g for _, g in parts]),
-                        pool_size(p, budget))
-    return choose_on_columns(columns_dense(X, pool), y, loss, budget, options, seed)
+                        pool_size(n, p, budget))
+    return choose_on_columns(columns_block(X, pool), y, loss, budget, options, seed)
 
 
 def choose_on_columns(columns, y, loss, budget, options, seed):
-    """``(alpha, scores)`` of ``ridge_choice.choose_ridge`` on the pool's raw ``columns`` (n x d), each fit
-    sequential OS with ``options`` and the ridge tried (its refit included); every way of running
-    chooses through here."""
+    """``(alpha, scores)`` of ``ridge_choice.choose_ridge`` on the pool's raw ``columns`` (n x d, dense or
+    sparse), each fit sequential OS with ``options`` and the ridge tried (its refit included); every way
+    of running chooses through here."""
     def fit(X, y, alpha):
         return OnlineSubstitution(budget=budget, loss=loss.name, passes=options.passes, variant=options.variant,
                                   fit_intercept=options.fit_intercept, scale=options.scale,
@@ -295,7 +295,7 @@ random_state, trace_every, ridge
 
     def __init__(self, budget=10, loss="squared_hinge", passes="auto", variant="exchange", fit_intercept=None,
                  scale=None, step_size=None, step_divisor=1.0, decrease_check=True, decrease_constant=None, refit=True,
-                 random_state=0, trace_every=0, ridge=0.0):
+                 random_state=0, trace_every=0, ridge="auto"):
         super().__init__(budget=budget, loss=loss, passes=passes, variant=variant, fit_intercept=fit_intercept,
                          scale=scale, step_size=step_size, step_divisor=step_divisor, decrease_check=decrease_check,
                          decrease_constant=decrease_constant, refit=refit, random_state=random_state,
@@ -334,7 +334,7 @@ random_state, trace_every, ridge
 
     def __init__(self, budget=10, loss="squared", passes="auto", variant="exchange", fit_intercept=None, scale=None,
                  step_size=None, step_divisor=1.0, decrease_check=True, decrease_constant=None, refit=True,
-                 random_state=0, trace_every=0, ridge=0.0):
+                 random_state=0, trace_every=0, ridge="auto"):
         super().__init__(budget=budget, loss=loss, passes=passes, variant=variant, fit_intercept=fit_intercept,
                          scale=scale, step_size=step_size, step_divisor=step_divisor, decrease_check=decrease_check,
                          decrease_constant=decrease_constant, refit=refit, random_state=random_state,
