@@ -380,6 +380,36 @@ def test_budget_holds_after_every_sample_and_learn_one_is_partial_fit(cls, data)
 
 
 @pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.algorithm_name)
+def test_learn_one_on_one_row_csr_matrices_is_learn_one_on_their_dense_rows(cls, data):
+    """A canonical one-row CSR row is read as it is (its non-zeros only; a stored zero is dropped); a
+    CSR row with its columns out of order and repeated takes the general path; both, and a
+    ``csr_array``, learn the model the dense rows do, and ``predict_one`` reads them alike."""
+    X, y, _ = data
+    X = X.copy()
+    X[np.abs(X) < 0.5] = 0.0                     # rows with zeros, so that the sparse form differs
+    dense = make(cls, loss="squared_hinge")
+    csr = make(cls, loss="squared_hinge")
+    for i in range(X.shape[0]):
+        dense.learn_one(X[i], y[i])
+        row = sp.csr_matrix(X[i:i + 1])
+        if i % 3 == 1:                           # the columns reversed, the first repeated with a 0 added
+            cols = np.append(row.indices[::-1], row.indices[-1])
+            row = sp.csr_matrix((np.append(row.data[::-1], 0.0), cols, [0, cols.size]), shape=row.shape)
+            assert not row.has_canonical_format
+        elif i % 3 == 2:                         # a csr_array with a stored zero
+            cols = np.append(row.indices, X.shape[1] - 1) if X[i, -1] == 0.0 else row.indices
+            vals = np.append(row.data, 0.0) if X[i, -1] == 0.0 else row.data
+            row = sp.csr_array((vals, cols, [0, cols.size]), shape=row.shape)
+        csr.learn_one(row, y[i])
+    np.testing.assert_array_equal(csr.coef_, dense.coef_)
+    assert csr.n_samples_seen_ == dense.n_samples_seen_ == X.shape[0]
+    for i in range(5):
+        assert csr.predict_one(sp.csr_matrix(X[i:i + 1])) == dense.predict_one(X[i])
+    with pytest.raises(InputError, match="features"):
+        csr.learn_one(sp.csr_matrix(X[:1, :-1]), y[0])
+
+
+@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.algorithm_name)
 def test_pickle_mid_stream_then_continue(cls, data):
     X, y, _ = data
     straight = make(cls, loss="squared_hinge").partial_fit(X, y).partial_fit(X, y)

@@ -592,7 +592,11 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, accumulate
     record, moved by each step that touches it, and competes with it; without it (ECML'18 Alg. 2) it
     restarts from 0 at each step and is zeroed when it stays out. A row whose strongest newcomer does
     not beat the weakest member (three rows in four at B = 100, counted on 6,000 rows of 100 random
-    features of 20,000, the benchmark's shape) then ends after its first pass.
+    features of 20,000, the benchmark's shape) then ends after its first pass. That pass keeps only the
+    strongest newcomer's score, a branch-free maximum: a score equal to the weakest member's goes on to
+    the second pass, whose comparisons break the tie by rank (0.78x scikit-learn's rows per CPU-second at
+    d = 2e4, B = 100, against 0.76-0.77x with the rank compared at each newcomer: within the run-to-run
+    noise; what remains is each newcomer's square root and division, AdaGrad's step).
 
     ``lam = 0`` (``BudgetedAMD``'s default): an untouched member neither moves nor changes its score, so
     there is no shrinking pass; a touched member's score is taken where it is touched, and the members
@@ -643,8 +647,7 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, accumulate
         full = nmem == budget and power == 1 and not accumulate   # newcomers filtered before H and z are computed
         fresh = 0                                    # the newcomers: the row's non-zeros of z outside
         zeros = 0
-        best = -1                                    # (accumulate) the strongest newcomer, its score below
-        best_s = 0.0
+        best_s = -1.0                                # (accumulate) the strongest newcomer's score (-1: none)
         for k in range(lo, hi):
             i = indices[k]
             p = mpos[i]
@@ -669,8 +672,8 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, accumulate
                     fresh += _bamd_newcomer(w, sq, h, i, g, eta, delta, accumulate)
                     if accumulate and w[i] != 0.0:
                         s = _amd_score(w[i], h[i], power)
-                        if best < 0 or beats(s, ranks[i], best_s, ranks[best]):
-                            best, best_s = i, s
+                        if s > best_s:
+                            best_s = s
         if shrink:                                   # untouched members shrink (g = lam w); g = 0: unchanged
             for m in range(nmem):                    # ... and every member's score, in the same pass
                 g = 0.0 if kt[m] != 0.0 else lam * kw[m]
@@ -707,9 +710,9 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, accumulate
             for m in range(nmem):
                 if weakest < 0 or beats(ks[weakest], members[weakest], ks[m], members[m]):
                     weakest = m
-        if accumulate and nmem == budget and weakest >= 0 and (best < 0 or not beats(
-                best_s, ranks[best], ks[weakest], ranks[members[weakest]])):
+        if accumulate and nmem == budget and weakest >= 0 and best_s < ks[weakest]:
             continue                                 # the strongest newcomer does not beat the weakest member
+            # (an equal score goes on to the pass below, which breaks the tie by rank)
         n = 0                                        # survivors: newcomers beating the weakest member
         bar = ks[weakest] * (1.0 - 1e-12) if weakest >= 0 else 0.0
         for k in range(lo, hi):

@@ -118,6 +118,18 @@ class StreamRows:
         self.passes = passes
 
 
+_CSR_TYPES = (sp.csr_matrix, sp.csr_array)
+
+
+def _csr_row_width(x) -> int:
+    """The width of ``x``, a CSR matrix, when it is one row that ``prepare_sparse`` reads as it is
+    (float64 values, its columns sorted and distinct, no stored entries beyond the row); else -1."""
+    if x.shape[0] != 1 or x.dtype != np.float64 or x.indptr[0] != 0 or x.indptr[1] != x.data.shape[0] \
+            or not x.has_canonical_format:
+        return -1
+    return x.shape[1]
+
+
 class _OneRow:
     """What ``learn_one`` reuses: the row loop's full argument tuple (the state's arrays, one-row CSR
     buffers ``indptr = [0, n]``, ``indices``, ``data``, ``y``, ``order = [0]``), built once per state."""
@@ -287,13 +299,18 @@ class SampleStreamLearner(BudgetedSelector):
 
     def learn_one(self, x, y):
         """Learn from one sample: ``x`` a 1-D array, a one-row sparse matrix or a dict ``{name: value}``;
-        ``y`` its label (``_encode_label``)."""
+        ``y`` its label (``_encode_label``). A one-row CSR matrix (float64, canonical: sorted distinct
+        columns) is read as it is, its non-zeros only: the fastest form when rows are sparse (a dense
+        row is scanned for its non-zeros, all ``p`` values)."""
         one = self.__dict__.get("_one")            # the common cases first, checked in the fewest steps
         if one is None or one.state is not self.__dict__.get("_state"):
             one = self._one_row(x, learn=True)
         elif type(x) is np.ndarray and one.width == x.shape[0] and x.ndim == 1 and x.dtype == np.float64 \
                 and x.flags.c_contiguous:
             if K.prepare_dense(x, *one.buffers) < 0:
+                raise InputError("x contains NaN or infinite values")
+        elif type(x) in _CSR_TYPES and 0 <= one.width == _csr_row_width(x):   # a row in (index, value) form
+            if K.prepare_sparse(x.indices, x.data, *one.buffers) < 0:      # read as it is: no scan of zeros
                 raise InputError("x contains NaN or infinite values")
         elif type(x) is dict and one.width < 0:
             try:                                    # every name known: no new column
@@ -387,20 +404,29 @@ class SampleStreamLearner(BudgetedSelector):
                 self._grow(self.n_features_in_)
                 one = self._row_model(named=True, width=0, learn=learn)
             n = K.prepare_sparse(cols, values, one.idx, one.val, one.indptr, one.absmax, one.scaling and learn)
+        elif type(x) in _CSR_TYPES and _csr_row_width(x) >= 0:
+            one = self._array_row_model(one, x.shape[1], learn)
+            n = K.prepare_sparse(x.indices, x.data, one.idx, one.val, one.indptr, one.absmax, one.scaling and learn)
         else:
             row = x
             if type(row) is not np.ndarray or row.ndim != 1 or row.dtype != np.float64 or \
                     not row.flags.c_contiguous:
                 row = self._as_row(x)
-            if one is None or one.state is not getattr(self, "_state", None):
-                one = self._row_model(named=False, width=row.shape[0], learn=learn)
-            self._check_kind(named=False)
-            if row.shape[0] != self.n_features_in_:
-                raise InputError(f"x has {row.shape[0]} features, but {type(self).__name__} was fitted with "
-                                 f"{self.n_features_in_}")
+            one = self._array_row_model(one, row.shape[0], learn)
             n = K.prepare_dense(row, one.idx, one.val, one.indptr, one.absmax, one.scaling and learn)
         if n < 0:
             raise InputError("x contains NaN or infinite values")
+        return one
+
+    def _array_row_model(self, one, width, learn):
+        """The ``_OneRow`` for an array row of ``width`` values (a new one for a new state), after checking
+        that the model learns from arrays of that width."""
+        if one is None or one.state is not getattr(self, "_state", None):
+            one = self._row_model(named=False, width=width, learn=learn)
+        self._check_kind(named=False)
+        if width != self.n_features_in_:
+            raise InputError(f"x has {width} features, but {type(self).__name__} was fitted with "
+                             f"{self.n_features_in_}")
         return one
 
     def _row_model(self, named, width, learn):
