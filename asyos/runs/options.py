@@ -265,7 +265,7 @@ SUBSTITUTION = Options("substitution", "Online Substitution (os, asy-os)", (
                                        "Alg. 3 literally)", negatable=True),
     _opt("ridge", float, None, "OS / Asy-OS (exchange): alpha >= 0 of a (alpha / 2) ||w||^2 on the scaled columns in "
                                "the selection and the refit, or auto (default): 0 unless p >= 5 n and n <= 1000, "
-                               "where alpha is chosen from 0, 1, 10 by cross-validation on the training rows; 0: none",
+                               "where alpha is chosen between 0 and 10 by cross-validation on the training rows; 0: none",
          optional=True,
          parse=or_auto(float, "a number >= 0"),
          check=lambda v: None if v >= 0 else f"--ridge must be a finite number >= 0; got {v}"),

@@ -79,7 +79,7 @@ class OnlineSubstitution(BudgetedSelector):
         scaled columns (the newcomers' Newton weights, the substitution scores, the decrease check,
         the retained features' step and the refit all include it), so that features which fit a few
         rows exactly are not worth their weight when samples are few. ``"auto"`` (default): 0 unless
-        samples are few (``p >= 5 n`` and ``n <= 1000``), where ``alpha`` is chosen from 0, 1 and 10
+        samples are few (``p >= 5 n`` and ``n <= 1000``), where ``alpha`` is chosen between 0 and 10
         by cross-validation on the training rows, a ridge only where it lowers the held-out loss by 15%
         (``asyos.learners.substitution.ridge_choice``); 0: none, OS as before the ridge.
     random_state : int

@@ -36,7 +36,10 @@ and full arcene, dexter. Against OS without a ridge (0.742 on average; ``SelectK
   standard errors) lost arcene k = 50 in every case (0.705-0.770);
 * checked on data not used to choose: draws 4 and 5 of the ``--small-n`` sets (44 cells), margin 0.15:
   0.745 against OS 0.736 (``SelectKBest`` 0.717), at or above the better of the two in 27 cells (OS 24),
-  below OS in 1 of the 24 lead cells (-0.005); no margin 0.752 but 8 lead cells down (-0.45, worst -0.15).
+  below OS in 1 of the 24 lead cells (-0.005); no margin 0.752 but 8 lead cells down (-0.45, worst -0.15);
+* the grid: choosing between 0 and 10 only (8 fits instead of 12) gives the same (0.752 on the 70 cells,
+  1 lead cell down by 0.01; 0.745 on the 44) as 0, 1 and 10 (0.754, 3 down by 0.02 in all; 0.745); 0 and 1
+  only, less (0.746; 0.739).
 
 Each alpha is scored by the held-out loss of its fits' predictions at their best scale
 (``scale_free_loss``): without a ridge OS separates the training rows and its weights grow without
@@ -44,10 +47,11 @@ bound, so the plain held-out loss punished the size of the weights, not the feat
 chose a ridge where none was needed (the full text sets at k = 50: alpha = 1 in every fold, basehock
 0.962 -> 0.930, pcmac 0.907 -> 0.874; at the best scale alpha = 0).
 
-The cost: 12 fits on 3/4 of the rows, on the compiled step (``kernels.many_runs``). Process CPU of one
-fit, ``auto`` against ``ridge=0`` (first training fold, one run): fingerprints (280 x 100,000 sparse
-bits) 5.8 s against 0.44 s at k = 10, 15.7 against 4.4 at k = 50; on the gene sets (dense, 2000-6000
-columns) 1.4-2.2 times. With ``n <= MAX_ROWS`` the pool holds at least 30,000 features.
+The cost: 8 fits on 3/4 of the rows, on the compiled step (``kernels.many_runs``), their passes over the
+features nearly all of it. Process CPU of ``auto`` against ``ridge=0`` over the benchmark's folds
+(``--small-n --draws 3``, two runs at a time): 1.4-5.9x on the dense gene sets of 2000 and 6000 columns,
+4-15x on the others (fingerprints, 280 x 100,000 sparse bits: 3.5 s a fit at k = 10, 11 s at k = 50); the
+choice among 0, 1 and 10 cost a third more. With ``n <= MAX_ROWS`` the pool holds at least 30,000 features.
 Sequential OS and the simulator take the pool from their columns; under ``mpiexec`` each worker sends
 its shard's best ``pool_size`` (index and gain) and the central rank reads the pool's columns and
 chooses (``asyos.distributed.ridge_pool``). Every way runs the same sequential fits on the same pool,
@@ -60,7 +64,7 @@ import warnings
 
 import numpy as np
 
-RIDGE_GRID = (0.0, 1.0, 10.0)
+RIDGE_GRID = (0.0, 10.0)
 FOLDS = 4
 FEATURE_RATIO = 5          # auto engages when p >= FEATURE_RATIO * n and n <= MAX_ROWS
 MAX_ROWS = 1000
