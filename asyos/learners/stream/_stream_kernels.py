@@ -710,9 +710,10 @@ def bamd_rows(rec, members, kept, cand, score, ranks, counts, params, accumulate
             for m in range(nmem):
                 if weakest < 0 or beats(ks[weakest], members[weakest], ks[m], members[m]):
                     weakest = m
+        # the strongest newcomer does not beat the weakest member (an equal score goes on to the pass
+        # below, which breaks the tie by rank)
         if accumulate and nmem == budget and weakest >= 0 and best_s < ks[weakest]:
-            continue                                 # the strongest newcomer does not beat the weakest member
-            # (an equal score goes on to the pass below, which breaks the tie by rank)
+            continue
         n = 0                                        # survivors: newcomers beating the weakest member
         bar = ks[weakest] * (1.0 - 1e-12) if weakest >= 0 else 0.0
         for k in range(lo, hi):

@@ -257,7 +257,7 @@ def choose_on_columns(columns, y, loss, budget, options, seed):
                                   fit_intercept=options.fit_intercept, scale=options.scale,
                                   step_size=options.step_size, step_divisor=options.step_divisor,
                                   decrease_check=options.decrease_check, random_state=seed, ridge=alpha).fit(X, y)
-    with many_runs(cross_validation_steps(columns.shape[1])):   # 12 short fits: the compiled step repays its load
+    with many_runs(cross_validation_steps(columns.shape[1])):   # the short fits: the compiled step repays its load
         return choose_ridge(columns, y, loss, fit, seed)
 
 
